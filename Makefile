@@ -1,0 +1,108 @@
+# sonde — build, test, benchmark.
+#
+#   make                      build for the python3 on PATH into build/
+#   make PYTHON=/path/python  build for another interpreter
+#   make demo                 build and profile the bundled example
+#   make test                 build and test against every installed CPython
+#   make bench                overhead benchmarks -> docs/PERFORMANCE.md
+#   make format               clang-format the tree
+#
+# One build directory serves one interpreter: build/bin/sonde (the command),
+# build/lib/sonde/ (the package with the extension module and _boot/, the
+# sitecustomize hook through which `sonde run` starts profiling).
+
+PYTHON ?= python3
+BUILD  ?= build
+CC     ?= gcc
+
+PY_EXE      := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
+PY_INCLUDE  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+EXT_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+
+ifeq ($(PY_EXE),)
+$(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
+endif
+
+SONDE_DEBUG ?= 0
+WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wno-missing-field-initializers
+CFLAGS   ?= -O2 -g
+ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+            -DSONDE_DEBUG=$(SONDE_DEBUG) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS   := -lpthread -lm -ldl
+
+# The shared core: no libpython, linked into the extension and the command.
+CORE_SRCS := $(sort $(wildcard src/core/*.c src/prim/*.c src/pyread/*.c \
+                               src/model/*.c src/report/*.c src/launch/*.c))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+# The command-line tool (a separate process; never loads libpython). Its
+# code is also linked into the extension so that `python3 -m sonde ...`
+# runs the same dispatcher; only entry.c (main) is the command's alone.
+CLI_ENTRY := src/cli/entry.c
+CLI_SRCS  := $(sort $(filter-out $(CLI_ENTRY),$(wildcard src/cli/*.c src/attach/*.c)))
+CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+# The extension module (inside the profiled interpreter).
+EXT_SRCS  := $(sort $(wildcard src/ext/*.c src/trace/*.c))
+EXT_OBJS  := $(EXT_SRCS:%.c=$(BUILD)/obj/%.o)
+# C unit tests: tests/unit/test_*.c, each a program linked with the core.
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+SONDE_BIN := $(BUILD)/bin/sonde
+EXT_MOD   := $(BUILD)/lib/sonde/_sonde$(EXT_SUFFIX)
+PY_FILES  := $(BUILD)/lib/sonde/__init__.py $(BUILD)/lib/sonde/__main__.py \
+             $(BUILD)/lib/sonde/_boot/sitecustomize.py
+VIEWER    := $(wildcard viewer/*)
+
+.PHONY: all demo test unit bench format clean
+all: $(SONDE_BIN) $(EXT_MOD) $(PY_FILES) $(UNIT_BINS) $(BUILD)/python
+
+$(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/python
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
+
+# Records which interpreter this build directory belongs to; a change of
+# PYTHON rebuilds everything.
+$(BUILD)/python: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
+FORCE:
+
+$(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
+
+$(SONDE_BIN): $(BUILD)/obj/src/cli/entry.o $(CLI_OBJS) $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS)
+
+$(EXT_MOD): $(EXT_OBJS) $(CLI_OBJS) $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/lib/sonde/%.py: sonde/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+
+unit: $(UNIT_BINS)
+
+demo: all
+	$(SONDE_BIN) run examples/demo.py
+
+test:
+	@$(PYTHON) tests/run.py
+
+bench: all
+	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

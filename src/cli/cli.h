@@ -1,0 +1,35 @@
+/* cli.h — subcommands of the `sonde` command.
+ *
+ * Owns: the entry points main() dispatches to. The command is a separate
+ * process from the profiled program and never loads libpython. Each
+ * subcommand returns the process exit status and prints its own errors as
+ * one line "sonde: ..." on stderr.
+ */
+#ifndef SONDE_CLI_H
+#define SONDE_CLI_H
+
+#include "../core/common.h"
+
+/* The whole command: argv[0] is the program name. Returns the exit status. */
+int sonde_cli_main(int argc, char **argv);
+
+/* Set by the extension module for `python3 -m sonde`: the interpreter and
+ * package directory to use instead of the command's own. */
+extern const char *sonde_cli_python_override;
+extern const char *sonde_cli_pkg_dir_override;
+
+/* `sonde run`: argv[0..argc-1] are the words after "run". */
+int sonde_cli_run(int argc, char **argv);
+
+/* Prints "sonde: <message>\n" on stderr. */
+void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Directory of the sonde Python package that belongs to this command
+ * (<prefix>/lib/sonde next to <prefix>/bin/sonde). Returns 0 or -errno. */
+int sonde_cli_pkg_dir(char *buf, size_t len);
+
+/* The interpreter `sonde run` uses: $SONDE_PYTHON, else the one sonde was
+ * built for. */
+const char *sonde_cli_python(void);
+
+#endif

@@ -1,0 +1,99 @@
+/* main.c — the `sonde` command: dispatch, help, version.
+ *
+ * Owns: sonde_cli_main, shared by build/bin/sonde (entry.c) and by
+ * `python3 -m sonde` (the extension module calls it with the running
+ * interpreter as the one to use). No libpython, no signal handlers.
+ */
+#include "cli.h"
+
+#include "../prim/prim.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SONDE_DEFAULT_PYTHON
+#define SONDE_DEFAULT_PYTHON "python3"
+#endif
+
+static const char main_usage[] =
+    "usage: sonde <command> [options] ...\n"
+    "\n"
+    "sonde is a profiler for Python programs.\n"
+    "\n"
+    "commands:\n"
+    "  run      run a program and report where its time goes, line by line,\n"
+    "           split into Python, native and system time (threads included)\n"
+    "           e.g. sonde run app.py args   |   sonde run -m package.module\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
+    "  --version      show the version\n"
+    "\n"
+    "The same commands are available as `python3 -m sonde ...`.\n";
+
+void sonde_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("sonde: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int sonde_cli_pkg_dir(char *buf, size_t len)
+{
+    if (sonde_cli_pkg_dir_override) {
+        if ((size_t)snprintf(buf, len, "%s", sonde_cli_pkg_dir_override) >= len)
+            return -ENAMETOOLONG;
+        return 0;
+    }
+    char exe[4096];
+    int rc = sonde_prim_self_exe(exe, sizeof exe);
+    if (rc < 0) return rc;
+    /* <prefix>/bin/sonde -> <prefix>/lib/sonde */
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -ENOENT;
+    *slash = 0;
+    slash = strrchr(exe, '/');
+    if (!slash) return -ENOENT;
+    *slash = 0;
+    if ((size_t)snprintf(buf, len, "%s/lib/sonde", exe) >= len) return -ENAMETOOLONG;
+    return 0;
+}
+
+const char *sonde_cli_python_override;
+const char *sonde_cli_pkg_dir_override;
+
+const char *sonde_cli_python(void)
+{
+    if (sonde_cli_python_override) return sonde_cli_python_override;
+    const char *env = getenv("SONDE_PYTHON");
+    return env && *env ? env : SONDE_DEFAULT_PYTHON;
+}
+
+int sonde_cli_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(main_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(main_usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("sonde %s (Python: %s)\n", SONDE_VERSION, sonde_cli_python());
+        return 0;
+    }
+    if (strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 2, argv + 2);
+    if (cmd[0] == '-')
+        sonde_cli_error("unknown option '%s' (see 'sonde --help')", cmd);
+    else
+        sonde_cli_error("unknown command '%s' (see 'sonde --help')", cmd);
+    return 2;
+}

@@ -1,0 +1,63 @@
+/* run.c — `sonde run`: check the request, then become the interpreter.
+ *
+ * Owns: the CLI side of `sonde run`. Parses the options (src/launch/
+ * options.c), checks the script and the outfile, and execs the interpreter
+ * with the hand-over environment (src/launch/launch.c). The profiling
+ * itself happens inside the interpreter (src/ext/). No signal handlers.
+ */
+#include "cli.h"
+
+#include "../launch/launch.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int sonde_cli_run(int argc, char **argv)
+{
+    sonde_run_opts_t opts;
+    char err[512] = "";
+    char pkg_dir[4096];
+
+    sonde_run_opts_default(&opts);
+    /* The parser splits pattern lists in place; hand the interpreter the
+     * tokens as the user wrote them. */
+    char *tokens[256];
+    int n_tokens = argc < 256 ? argc : 256;
+    char copies[256][1024];
+    for (int i = 0; i < n_tokens; i++) {
+        snprintf(copies[i], sizeof copies[i], "%s", argv[i]);
+        tokens[i] = copies[i];
+    }
+    if (sonde_run_opts_parse(&opts, argc, argv, true, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return 2;
+    }
+    if (opts.help) {
+        fputs(sonde_run_usage, stdout);
+        return 0;
+    }
+    if (opts.n_option_tokens > n_tokens) {
+        sonde_cli_error("too many options");
+        return 2;
+    }
+    if (sonde_launch_check(&opts, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return 2;
+    }
+    int rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir);
+    if (rc < 0) {
+        sonde_cli_error("cannot find the sonde package next to this command: %s", strerror(-rc));
+        return 2;
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/_boot/sitecustomize.py", pkg_dir);
+    if (access(probe, R_OK) != 0) {
+        sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
+        return 2;
+    }
+    sonde_launch_exec(sonde_cli_python(), pkg_dir, &opts, tokens, opts.n_option_tokens, err,
+                      sizeof err);
+    sonde_cli_error("%s", err);
+    return 127;
+}

@@ -1,0 +1,289 @@
+/* boot.c — the start of a `sonde run`, inside the interpreter.
+ *
+ * Owns: sonde_boot_gil (called by sonde/_boot/sitecustomize.py while the
+ * interpreter imports `site`, before the program's first line) and
+ * sonde_module_main_gil (`python3 -m sonde`). The boot undoes every trace
+ * of the hand-over so that the program sees exactly what `python3 app.py`
+ * would give it: the SONDE_* variables and our PYTHONPATH entries leave
+ * os.environ, the C environment and sys.path, and a sitecustomize that ours
+ * shadowed is imported in its place. Then it checks the script compiles
+ * and starts the session. GIL held throughout; no signal context.
+ */
+#include "ext.h"
+
+#include "../cli/cli.h"
+#include "../launch/launch.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Removes `name` from os.environ (and so from the C environment). */
+static int boot_unsetenv(PyObject *environ, const char *name)
+{
+    PyObject *key = PyUnicode_FromString(name);
+    if (!key) return -1;
+    int has = PySequence_Contains(environ, key);
+    int rc = has > 0 ? PyObject_DelItem(environ, key) : has;
+    Py_DECREF(key);
+    unsetenv(name);
+    return rc < 0 ? -1 : 0;
+}
+
+static int boot_setenv(PyObject *environ, const char *name, const char *value)
+{
+    PyObject *key = PyUnicode_DecodeFSDefault(name);
+    PyObject *val = PyUnicode_DecodeFSDefault(value);
+    int rc = (key && val) ? PyObject_SetItem(environ, key, val) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    return rc;
+}
+
+/* Puts the environment back as the user had it. */
+static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) return -1;
+    PyObject *environ = PyObject_GetAttrString(os, "environ");
+    Py_DECREF(os);
+    if (!environ) return -1;
+    int rc = 0;
+    if (had_pypath && strcmp(had_pypath, "1") == 0)
+        rc = boot_setenv(environ, "PYTHONPATH", orig_pypath ? orig_pypath : "");
+    else
+        rc = boot_unsetenv(environ, "PYTHONPATH");
+    const char *ours[] = {SONDE_ENV_OPTIONS, SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
+                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM};
+    for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
+        rc = boot_unsetenv(environ, ours[i]);
+    Py_DECREF(environ);
+    return rc;
+}
+
+/* Removes the first occurrence of each of our ':'-separated entries from
+ * sys.path. */
+static void boot_restore_sys_path(const char *boot_paths)
+{
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    if (!path || !PyList_Check(path) || !boot_paths) return;
+    char copy[8192];
+    snprintf(copy, sizeof copy, "%s", boot_paths);
+    char *save = NULL;
+    for (char *entry = strtok_r(copy, ":", &save); entry; entry = strtok_r(NULL, ":", &save)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
+            PyObject *item = PyList_GET_ITEM(path, i);
+            const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+            if (!text) {
+                PyErr_Clear();
+                continue;
+            }
+            if (strcmp(text, entry) == 0) {
+                PySequence_DelItem(path, i);
+                break;
+            }
+        }
+    }
+}
+
+/* Imports the sitecustomize module that ours shadowed, as site.py would
+ * have, reporting its errors the way site.py does. Returns true if there
+ * was one (it is then sys.modules["sitecustomize"]). */
+static bool boot_chain_sitecustomize(void)
+{
+    bool found = false;
+    PyObject *machinery = NULL, *spec = NULL, *module = NULL, *res = NULL;
+    PyObject *modules = PySys_GetObject("modules"); /* borrowed */
+    PyObject *path = PySys_GetObject("path");       /* borrowed */
+    machinery = PyImport_ImportModule("importlib.machinery");
+    if (!machinery || !path) goto error;
+    PyObject *finder = PyObject_GetAttrString(machinery, "PathFinder");
+    if (!finder) goto error;
+    spec = PyObject_CallMethod(finder, "find_spec", "sO", "sitecustomize", path);
+    Py_DECREF(finder);
+    if (!spec) goto error;
+    if (spec == Py_None) goto done;
+    found = true;
+    PyObject *util = PyImport_ImportModule("importlib.util");
+    if (!util) goto error;
+    module = PyObject_CallMethod(util, "module_from_spec", "O", spec);
+    Py_DECREF(util);
+    if (!module) goto error;
+    if (PyDict_SetItemString(modules, "sitecustomize", module) < 0) goto error;
+    PyObject *loader = PyObject_GetAttrString(spec, "loader");
+    if (!loader) goto error;
+    res = PyObject_CallMethod(loader, "exec_module", "O", module);
+    Py_DECREF(loader);
+    if (!res) goto error;
+    goto done;
+error:
+    if (PyErr_Occurred()) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (type && PyErr_GivenExceptionMatches(type, PyExc_ImportError) == 0) {
+            PyObject *text = value ? PyObject_Str(value) : NULL;
+            const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+            PySys_FormatStderr("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n",
+                               ((PyTypeObject *)type)->tp_name, msg ? msg : "");
+            Py_XDECREF(text);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+    }
+done:
+    Py_XDECREF(res);
+    Py_XDECREF(module);
+    Py_XDECREF(spec);
+    Py_XDECREF(machinery);
+    return found;
+}
+
+/* Compiles the script so that a syntax error is one clear line before
+ * anything runs. Returns 0 if fine (or not checkable), else exits. */
+static void boot_check_syntax(const char *script)
+{
+    struct stat st;
+    if (!script || stat(script, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    FILE *file = fopen(script, "rb");
+    if (!file) return;
+    char head[4] = {0};
+    size_t got = fread(head, 1, 4, file);
+    fclose(file);
+    if (got == 4 && memcmp(head, "PK\x03\x04", 4) == 0) return; /* a zip application */
+    PyObject *io = PyImport_ImportModule("io");
+    PyObject *source = io ? PyObject_CallMethod(io, "open_code", "s", script) : NULL;
+    Py_XDECREF(io);
+    PyObject *data = source ? PyObject_CallMethod(source, "read", NULL) : NULL;
+    if (source) {
+        PyObject *res = PyObject_CallMethod(source, "close", NULL);
+        Py_XDECREF(res);
+        Py_DECREF(source);
+    }
+    if (!data) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+    PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
+    PyObject *code = compile ? PyObject_CallFunction(compile, "Osssi", data, script, "exec", 0, 1)
+                             : NULL;
+    Py_DECREF(data);
+    if (code) {
+        Py_DECREF(code);
+        return;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_SyntaxError)) { /* e.g. ValueError: null bytes */
+        PyErr_Clear();
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *msg = value ? PyObject_GetAttrString(value, "msg") : NULL;
+    PyObject *lineno = value ? PyObject_GetAttrString(value, "lineno") : NULL;
+    const char *msg_text = msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "invalid syntax";
+    long line = lineno && PyLong_Check(lineno) ? PyLong_AsLong(lineno) : 0;
+    const char *kind = type ? ((PyTypeObject *)type)->tp_name : "SyntaxError";
+    fflush(stdout);
+    fprintf(stderr, "sonde: cannot run '%s': %s at line %ld: %s\n", script, kind, line,
+            msg_text ? msg_text : "invalid syntax");
+    fflush(stderr);
+    exit(1);
+}
+
+int sonde_boot_gil(void)
+{
+    char *options = NULL, *boot_paths = NULL, *had = NULL, *orig = NULL, *program = NULL;
+    char **tokens = NULL;
+    int rc = -1;
+    const char *env = getenv(SONDE_ENV_OPTIONS);
+    if (!env) /* not a `sonde run`: our _boot directory is on someone's path */
+        return boot_chain_sitecustomize() ? 1 : 0;
+#define BOOT_DUP(var, name)                                   \
+    do {                                                      \
+        const char *v_ = getenv(name);                        \
+        var = strdup(v_ ? v_ : "");                           \
+        if (!var) {                                           \
+            PyErr_NoMemory();                                 \
+            goto done;                                        \
+        }                                                     \
+    } while (0)
+    BOOT_DUP(options, SONDE_ENV_OPTIONS);
+    BOOT_DUP(boot_paths, SONDE_ENV_BOOT_PATHS);
+    BOOT_DUP(had, SONDE_ENV_HAD_PYPATH);
+    BOOT_DUP(orig, SONDE_ENV_PYTHONPATH);
+    BOOT_DUP(program, SONDE_ENV_PROGRAM);
+#undef BOOT_DUP
+    if (boot_restore_environ(had, orig) < 0) goto done;
+    boot_restore_sys_path(boot_paths);
+    bool chained = boot_chain_sitecustomize();
+
+    /* Split the option tokens and parse them again, exactly as the CLI did. */
+    size_t n_tokens = *options ? 1 : 0;
+    for (const char *p = options; *p; p++) n_tokens += *p == SONDE_TOKEN_SEP;
+    tokens = calloc(n_tokens + 1, sizeof *tokens);
+    if (!tokens) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t k = 0;
+    if (*options) {
+        char *start = options;
+        for (char *p = options;; p++) {
+            bool last = *p == 0;
+            if (last || *p == SONDE_TOKEN_SEP) {
+                *p = 0;
+                tokens[k++] = start;
+                start = p + 1;
+            }
+            if (last) break;
+        }
+    }
+    sonde_run_opts_t opts;
+    char err[512] = "";
+    sonde_run_opts_default(&opts);
+    if (sonde_run_opts_parse(&opts, (int)k, tokens, false, err, sizeof err) < 0) {
+        PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
+        goto done;
+    }
+    if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
+    const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
+    if (sonde_session_start_gil(&opts, true, shown) < 0) goto done;
+    rc = chained ? 1 : 0;
+done:
+    free(tokens);
+    free(options);
+    free(boot_paths);
+    free(had);
+    free(orig);
+    free(program);
+    return rc;
+}
+
+int sonde_module_main_gil(int argc, char **argv)
+{
+    static char python[4096];
+    PyObject *exe = PySys_GetObject("executable"); /* borrowed */
+    const char *text = exe && PyUnicode_Check(exe) ? PyUnicode_AsUTF8(exe) : NULL;
+    if (!text || !*text) {
+        PyErr_Clear();
+        text = "python3";
+    }
+    snprintf(python, sizeof python, "%s", text);
+    sonde_cli_python_override = python;
+    sonde_cli_pkg_dir_override = sonde_ext_pkg_dir;
+    /* Flush Python's buffers: a successful run replaces this process. */
+    const char *names[] = {"stdout", "stderr"};
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
+        PyObject *stream = PySys_GetObject(names[i]);
+        PyObject *res = stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL)
+                                                    : NULL;
+        if (!res) PyErr_Clear();
+        Py_XDECREF(res);
+    }
+    return sonde_cli_main(argc, argv);
+}

@@ -1,0 +1,298 @@
+/* module.c — the sonde._sonde extension module: its Python-facing API.
+ *
+ * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
+ * profile (a context manager), main() (`python3 -m sonde`), _boot() (the
+ * sitecustomize hook). This is an edge: it turns the core's -errno codes
+ * into Python exceptions. GIL held in every function here.
+ */
+#include "ext.h"
+
+#include "../report/report.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+char sonde_ext_pkg_dir[4096];
+
+/* ---- start / stop -------------------------------------------------------------- */
+
+/* Splits a str ("a,b") or a sequence of str into patterns; the strings are
+ * kept alive in *keep (a list). Returns 0 or -1 with an exception. */
+static int module_patterns(PyObject *arg, const char *what, const char **out, int *count,
+                           PyObject *keep)
+{
+    if (!arg || arg == Py_None) return 0;
+    PyObject *items = NULL;
+    if (PyUnicode_Check(arg)) {
+        PyObject *sep = PyUnicode_FromString(",");
+        items = sep ? PyUnicode_Split(arg, sep, -1) : NULL;
+        Py_XDECREF(sep);
+    } else {
+        items = PySequence_List(arg);
+    }
+    if (!items) {
+        PyErr_Format(PyExc_TypeError, "sonde: %s must be a string or a list of strings", what);
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+        if (!text) {
+            PyErr_Format(PyExc_TypeError, "sonde: %s must be a string or a list of strings", what);
+            rc = -1;
+            break;
+        }
+        if (!*text) continue;
+        if (*count >= SONDE_MAX_PATTERNS) {
+            PyErr_Format(PyExc_ValueError, "sonde: too many %s patterns", what);
+            rc = -1;
+            break;
+        }
+        out[(*count)++] = text;
+    }
+    if (rc == 0 && PyList_Append(keep, items) < 0) rc = -1;
+    Py_DECREF(items);
+    return rc;
+}
+
+static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"interval", "outfile", "json", "virtual_time", "profile_all",
+                             "profile_only", "profile_exclude", "cpu_percent_threshold",
+                             "all_lines", NULL};
+    sonde_run_opts_t opts;
+    sonde_run_opts_default(&opts);
+    PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None;
+    int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdp:start", kwlist,
+                                     &opts.interval_sec, &outfile, &json, &virtual_time,
+                                     &profile_all, &only, &exclude,
+                                     &opts.cpu_percent_threshold, &all_lines))
+        return NULL;
+    if (sonde_session_from_run()) Py_RETURN_NONE; /* `sonde run` already profiles */
+    if (!(opts.interval_sec >= 0.0001 && opts.interval_sec <= 10)) {
+        PyErr_SetString(PyExc_ValueError, "sonde: interval must be between 0.0001 and 10 seconds");
+        return NULL;
+    }
+    if (!(opts.cpu_percent_threshold >= 0 && opts.cpu_percent_threshold <= 100)) {
+        PyErr_SetString(PyExc_ValueError, "sonde: cpu_percent_threshold must be 0..100");
+        return NULL;
+    }
+    opts.json = json;
+    opts.virtual_time = virtual_time;
+    opts.profile_all = profile_all;
+    opts.all_lines = all_lines;
+    PyObject *keep = PyList_New(0), *path = NULL;
+    if (!keep) return NULL;
+    if (outfile != Py_None) {
+        if (!PyUnicode_FSConverter(outfile, &path)) goto error;
+        opts.outfile = PyBytes_AS_STRING(path);
+        int rc = sonde_check_writable(opts.outfile);
+        if (rc < 0) {
+            PyErr_Format(PyExc_OSError, "sonde: cannot write the report to '%s': %s",
+                         opts.outfile, strerror(-rc));
+            goto error;
+        }
+    }
+    if (module_patterns(only, "profile_only", opts.profile_only, &opts.n_profile_only, keep) < 0 ||
+        module_patterns(exclude, "profile_exclude", opts.profile_exclude,
+                        &opts.n_profile_exclude, keep) < 0)
+        goto error;
+    if (sonde_session_start_gil(&opts, false, NULL) < 0) goto error;
+    Py_XDECREF(path);
+    Py_DECREF(keep);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(path);
+    Py_DECREF(keep);
+    return NULL;
+}
+
+static PyObject *module_stop(PyObject *self, PyObject *unused)
+{
+    if (sonde_session_from_run()) Py_RETURN_NONE;
+    if (sonde_session_stop_gil() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- profile: `with sonde.profile(outfile=...):` ---------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *kwargs; /* owned; the arguments for start() */
+    bool started;
+} module_profile_t;
+
+static PyObject *module_profile_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "sonde.profile() takes keyword arguments only");
+        return NULL;
+    }
+    module_profile_t *self = (module_profile_t *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->kwargs = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    if (!self->kwargs) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void module_profile_dealloc(module_profile_t *self)
+{
+    Py_XDECREF(self->kwargs);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *module_profile_enter(module_profile_t *self, PyObject *unused)
+{
+    PyObject *args = PyTuple_New(0);
+    if (!args) return NULL;
+    PyObject *res = module_start(NULL, args, self->kwargs);
+    Py_DECREF(args);
+    if (!res) return NULL;
+    Py_DECREF(res);
+    self->started = true;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *module_profile_exit(module_profile_t *self, PyObject *args)
+{
+    if (self->started) {
+        self->started = false;
+        PyObject *res = module_stop(NULL, NULL);
+        if (!res) return NULL;
+        Py_DECREF(res);
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef module_profile_methods[] = {
+    {"__enter__", (PyCFunction)module_profile_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)module_profile_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject module_profile_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sonde.profile",
+    .tp_basicsize = sizeof(module_profile_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "profile(**options): a context manager that profiles its block.\n\n"
+              "Takes the keyword arguments of sonde.start(); the report is written\n"
+              "when the block ends (to outfile, else to standard error).",
+    .tp_new = module_profile_new,
+    .tp_dealloc = (destructor)module_profile_dealloc,
+    .tp_methods = module_profile_methods,
+};
+
+/* ---- main and boot --------------------------------------------------------------------- */
+
+static PyObject *module_main(PyObject *self, PyObject *arg)
+{
+    PyObject *list = PySequence_List(arg);
+    if (!list) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    char **argv = calloc((size_t)n + 2, sizeof *argv);
+    PyObject *keep = PyList_New(0);
+    PyObject *result = NULL;
+    if (!argv || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *bytes = NULL;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(list, i), &bytes)) goto done;
+        int rc = PyList_Append(keep, bytes);
+        argv[i] = PyBytes_AS_STRING(bytes);
+        Py_DECREF(bytes);
+        if (rc < 0) goto done;
+    }
+    if (n == 0) argv[n++] = "sonde";
+    int status = sonde_module_main_gil((int)n, argv);
+    result = PyLong_FromLong(status);
+done:
+    free(argv);
+    Py_XDECREF(keep);
+    Py_DECREF(list);
+    return result;
+}
+
+/* Called by sonde/_boot/sitecustomize.py. When no other sitecustomize
+ * exists, raises ImportError(name="sitecustomize") so that site.py leaves
+ * sys.modules exactly as plain Python would. A failure to start profiling
+ * is one line on stderr and exit status 2, before the program runs. */
+static PyObject *module_boot(PyObject *self, PyObject *unused)
+{
+    int rc = sonde_boot_gil();
+    if (rc < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *text = value ? PyObject_Str(value) : NULL;
+        const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+        if (!msg) msg = "cannot start profiling";
+        fflush(stdout);
+        fprintf(stderr, "%s%s\n", strncmp(msg, "sonde: ", 7) == 0 ? "" : "sonde: ", msg);
+        fflush(stderr);
+        exit(2);
+    }
+    if (rc == 0) {
+        PyObject *name = PyUnicode_FromString("sitecustomize");
+        PyObject *msg = PyUnicode_FromString("No module named 'sitecustomize'");
+        if (name && msg) PyErr_SetImportError(msg, name, Py_None);
+        Py_XDECREF(name);
+        Py_XDECREF(msg);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))module_start, METH_VARARGS | METH_KEYWORDS,
+     "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
+     "      profile_all=False, profile_only=None, profile_exclude=None,\n"
+     "      cpu_percent_threshold=1.0, all_lines=False)\n\n"
+     "Starts profiling this process. Under `sonde run` it does nothing."},
+    {"stop", module_stop, METH_NOARGS,
+     "stop(): stops profiling and writes the report (to outfile, else stderr)."},
+    {"main", module_main, METH_O, "main(argv): the `sonde` command (python3 -m sonde)."},
+    {"_boot", module_boot, METH_NOARGS, "Start-up hook of `sonde run` (internal)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "sonde._sonde",
+    "sonde's implementation: a line-level sampling profiler for Python.", -1, module_methods,
+};
+
+/* Finds the package directory from the path of this shared object. */
+static void module_find_pkg_dir(void)
+{
+    Dl_info info;
+    if (dladdr((void *)module_find_pkg_dir, &info) && info.dli_fname) {
+        snprintf(sonde_ext_pkg_dir, sizeof sonde_ext_pkg_dir, "%s", info.dli_fname);
+        char *slash = strrchr(sonde_ext_pkg_dir, '/');
+        if (slash) *slash = 0;
+    }
+}
+
+PyMODINIT_FUNC PyInit__sonde(void);
+
+PyMODINIT_FUNC PyInit__sonde(void)
+{
+    module_find_pkg_dir();
+    if (PyType_Ready(&module_profile_type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    Py_INCREF(&module_profile_type);
+    if (PyModule_AddObject(m, "profile", (PyObject *)&module_profile_type) < 0 ||
+        PyModule_AddStringConstant(m, "__version__", SONDE_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

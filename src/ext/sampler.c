@@ -1,0 +1,392 @@
+/* sampler.c — the CPU sampler: a native thread inside the profiled process.
+ *
+ * Owns: the sampler thread and what it accumulates. Every interval it reads
+ * each Python thread's state through the fault-safe reader (src/pyread/),
+ * without the GIL and without signals, and charges the time that thread
+ * used since the previous tick to the line of profiled code it is on:
+ *   - CPU time (the thread's own CPU clock) is Python time, or native time
+ *     when the innermost Python frame is in the middle of a call-family
+ *     instruction (the thread is in C code called from that line);
+ *   - time off CPU is system time when the thread is blocked in a system
+ *     call other than a wait on another thread (sleep, I/O, poll), and is
+ *     not charged when it waits on a lock, a condition, a join or the GIL.
+ * No signal handler runs here; sonde_sampler_signal_terminate is the only
+ * async-signal-safe entry (it writes to an eventfd). The thread blocks all
+ * signals, so the program's signals are never delivered to it.
+ */
+#include "ext.h"
+
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define SAMPLER_MAX_THREADS 1024 /* Python threads examined per tick */
+
+typedef struct sonde_sampler_thread {
+    uint64_t tstate;
+    pid_t tid;
+    bool seen;                 /* present in the latest tick */
+    sonde_ns_t last_cpu_ns;
+    sonde_thread_wait_t last_wait;
+    uint64_t last_key;         /* where its last time went; 0 = unattributed */
+    sonde_prim_waitfd_t waitfd;
+} sonde_sampler_thread_t;
+
+/* ---- accumulation ------------------------------------------------------- */
+
+static uint64_t sampler_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+static int sampler_lines_grow(sonde_sampler_t *s)
+{
+    size_t cap = s->lines_cap ? s->lines_cap * 2 : 1024;
+    sonde_line_acc_t *lines = calloc(cap, sizeof *lines);
+    if (!lines) return -ENOMEM;
+    for (size_t i = 0; i < s->lines_cap; i++) {
+        sonde_line_acc_t *old = &s->lines[i];
+        if (!old->key) continue;
+        size_t j = sampler_hash(old->key) & (cap - 1);
+        while (lines[j].key) j = (j + 1) & (cap - 1);
+        lines[j] = *old;
+    }
+    free(s->lines);
+    s->lines = lines;
+    s->lines_cap = cap;
+    return 0;
+}
+
+/* The accumulator for key, created if needed; NULL when out of memory. */
+static sonde_line_acc_t *sampler_line(sonde_sampler_t *s, uint64_t key)
+{
+    if ((s->lines_used + 1) * 4 > s->lines_cap * 3 && sampler_lines_grow(s) < 0) return NULL;
+    size_t j = sampler_hash(key) & (s->lines_cap - 1);
+    while (s->lines[j].key && s->lines[j].key != key) j = (j + 1) & (s->lines_cap - 1);
+    if (!s->lines[j].key) {
+        s->lines[j].key = key;
+        s->lines_used++;
+    }
+    return &s->lines[j];
+}
+
+static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_ns,
+                           sonde_ns_t native_ns, sonde_ns_t system_ns)
+{
+    sonde_line_acc_t *acc = key ? sampler_line(s, key) : NULL;
+    if (!acc) {
+        s->unattributed_ns += python_ns + native_ns + system_ns;
+        return;
+    }
+    acc->python_ns += python_ns;
+    acc->native_ns += native_ns;
+    acc->system_ns += system_ns;
+    acc->samples++;
+}
+
+/* ---- which code objects are profiled --------------------------------------- */
+
+static bool sampler_code_wanted(sonde_sampler_t *s, uint32_t code_id)
+{
+    if (code_id >= s->code_wanted_cap) {
+        size_t cap = s->code_wanted_cap ? s->code_wanted_cap : 256;
+        while (cap <= code_id) cap *= 2;
+        int8_t *wanted = realloc(s->code_wanted, cap);
+        if (!wanted) return false;
+        memset(wanted + s->code_wanted_cap, -1, cap - s->code_wanted_cap);
+        s->code_wanted = wanted;
+        s->code_wanted_cap = cap;
+    }
+    if (s->code_wanted[code_id] < 0) {
+        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, code_id);
+        s->code_wanted[code_id] =
+            code && code->filename && sonde_filter_wants(s->filter, code->filename);
+    }
+    return s->code_wanted[code_id] == 1;
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t tstate,
+                                                    pid_t tid, bool *is_new)
+{
+    for (size_t i = 0; i < s->n_threads; i++) {
+        sonde_sampler_thread_t *t = &s->threads[i];
+        if (t->tstate == tstate && t->tid == tid) {
+            *is_new = false;
+            return t;
+        }
+    }
+    if (s->n_threads == s->cap_threads) {
+        size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
+        sonde_sampler_thread_t *threads = realloc(s->threads, cap * sizeof *threads);
+        if (!threads) return NULL;
+        s->threads = threads;
+        s->cap_threads = cap;
+    }
+    sonde_sampler_thread_t *t = &s->threads[s->n_threads++];
+    memset(t, 0, sizeof *t);
+    t->tstate = tstate;
+    t->tid = tid;
+    t->last_wait = SONDE_WAIT_RUNNING;
+    t->waitfd.fd = -1;
+    *is_new = true;
+    return t;
+}
+
+static void sampler_threads_sweep(sonde_sampler_t *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_threads; i++) {
+        sonde_sampler_thread_t *t = &s->threads[i];
+        if (!t->seen) {
+            sonde_prim_waitfd_close(&t->waitfd);
+            continue;
+        }
+        t->seen = false;
+        s->threads[k++] = *t;
+    }
+    s->n_threads = k;
+}
+
+/* Walks a thread's stack: *in_native is whether the innermost frame is in a
+ * call; returns the key of the nearest profiled line, 0 if none. */
+static uint64_t sampler_locate(sonde_sampler_t *s, uint64_t tstate, bool *in_native)
+{
+    sonde_pyframe_iter_t it;
+    sonde_pyframe_t frame;
+    *in_native = false;
+    if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return 0;
+    bool innermost = true;
+    int rc;
+    while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
+        if (innermost) {
+            *in_native = frame.in_call;
+            innermost = false;
+        }
+        if (frame.lineno > 0 && sampler_code_wanted(s, frame.code_id))
+            return ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
+    }
+    return 0;
+}
+
+/* One thread's share of a tick. */
+static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
+                                sonde_ns_t wall_ns)
+{
+    if (pt->native_tid <= 0) return;
+    bool is_new = false;
+    sonde_sampler_thread_t *t = sampler_thread_entry(s, pt->tstate, pt->native_tid, &is_new);
+    if (!t) return;
+    t->seen = true;
+    sonde_ns_t cpu_ns = 0;
+    if (sonde_prim_thread_cpu_ns(t->tid, &cpu_ns) < 0) return;
+    if (is_new) {
+        /* Threads present at the first tick start from their current CPU
+         * time; a thread born since the previous tick used all of its CPU
+         * time within this tick. */
+        t->last_cpu_ns = s->first_tick ? cpu_ns : 0;
+    }
+    sonde_ns_t cpu_delta = cpu_ns > t->last_cpu_ns ? cpu_ns - t->last_cpu_ns : 0;
+    t->last_cpu_ns = cpu_ns;
+    if (s->first_tick) return;
+    if (cpu_delta > wall_ns) cpu_delta = wall_ns;
+    sonde_ns_t off_ns = wall_ns - cpu_delta;
+
+    /* A thread that used no CPU at all is still where it was blocked. */
+    if (cpu_delta == 0 && !is_new) {
+        if (t->last_wait == SONDE_WAIT_THREAD) return;
+        if (t->last_wait == SONDE_WAIT_SYSTEM) {
+            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, off_ns);
+            return;
+        }
+    }
+
+    bool in_native = false;
+    uint64_t key = sampler_locate(s, pt->tstate, &in_native);
+    sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
+    if (off_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->waitfd, t->tid);
+    t->last_wait = wait;
+    t->last_key = key;
+
+    sonde_ns_t python_ns = in_native ? 0 : cpu_delta;
+    sonde_ns_t native_ns = in_native ? cpu_delta : 0;
+    sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? off_ns : 0;
+    if (python_ns + native_ns + system_ns == 0) return;
+    sampler_charge(s, key, python_ns, native_ns, system_ns);
+}
+
+static void sampler_tick(sonde_sampler_t *s)
+{
+    sonde_pythread_t threads[SAMPLER_MAX_THREADS];
+    sonde_ns_t now = sonde_prim_monotonic_ns();
+    sonde_ns_t wall_ns = now - s->last_tick_ns;
+    s->last_tick_ns = now;
+    int n = sonde_pyproc_threads(&s->proc, threads, SAMPLER_MAX_THREADS);
+    if (n < 0) return;
+    for (int i = 0; i < n; i++) sampler_tick_thread(s, &threads[i], wall_ns);
+    sampler_threads_sweep(s);
+    if (!s->first_tick) s->ticks++;
+    s->first_tick = false;
+}
+
+/* ---- the thread ------------------------------------------------------------------- */
+
+/* Next interval with ±25 % jitter, so that sampling never locks onto a
+ * periodic pattern in the program. */
+static sonde_ns_t sampler_next_interval(sonde_sampler_t *s)
+{
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    sonde_ns_t quarter = s->interval_ns / 4;
+    if (quarter == 0) return s->interval_ns;
+    return s->interval_ns - quarter + s->rng % (2 * quarter + 1);
+}
+
+static void *sampler_main(void *arg)
+{
+    sonde_sampler_t *s = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+    s->last_tick_ns = sonde_prim_monotonic_ns();
+    sampler_tick(s); /* baseline */
+    sonde_ns_t next = s->last_tick_ns + sampler_next_interval(s);
+    for (;;) {
+        sonde_ns_t now = sonde_prim_monotonic_ns();
+        if (next > now) {
+            struct pollfd pfd = {.fd = s->wake_fd, .events = POLLIN};
+            sonde_ns_t wait_ns = next - now;
+            struct timespec timeout = {(time_t)(wait_ns / SONDE_NS_PER_SEC),
+                                       (long)(wait_ns % SONDE_NS_PER_SEC)};
+            ppoll(&pfd, 1, &timeout, NULL);
+        }
+        if (atomic_load_explicit(&s->term_requested, memory_order_acquire)) {
+            sampler_tick(s);
+            s->stop_ns = sonde_prim_monotonic_ns();
+            if (s->on_terminate) s->on_terminate();
+            break;
+        }
+        if (atomic_load_explicit(&s->stop_requested, memory_order_acquire)) break;
+        if (sonde_prim_monotonic_ns() < next) continue; /* spurious wake-up */
+        sampler_tick(s);
+        next += sampler_next_interval(s);
+        now = sonde_prim_monotonic_ns();
+        if (next < now) next = now + sampler_next_interval(s) / 2; /* we fell behind */
+    }
+    return NULL;
+}
+
+/* ---- public ------------------------------------------------------------------------ */
+
+int sonde_sampler_start_gil(sonde_sampler_t *s)
+{
+    void *runtime = NULL;
+    int rc;
+    s->wake_fd = -1;
+    s->thread_started = false;
+    atomic_store(&s->stop_requested, false);
+    atomic_store(&s->term_requested, false);
+    s->first_tick = true;
+    s->rng = sonde_prim_monotonic_ns() | 1;
+
+    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!runtime) return -ENOEXEC;
+    rc = sonde_pyproc_open_self(&s->proc, PY_VERSION_HEX, (uint64_t)(uintptr_t)runtime,
+                                (uint64_t)(uintptr_t)&PyCode_Type);
+    if (rc < 0) return rc;
+    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->wake_fd < 0) {
+        rc = -errno;
+        goto error;
+    }
+    s->start_ns = sonde_prim_monotonic_ns();
+    rc = -pthread_create(&s->thread, NULL, sampler_main, s);
+    if (rc < 0) goto error;
+    s->thread_started = true;
+    return 0;
+error:
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    s->wake_fd = -1;
+    sonde_pyproc_close(&s->proc);
+    return rc;
+}
+
+void sonde_sampler_signal_terminate(sonde_sampler_t *s)
+{
+    int saved = errno;
+    atomic_store_explicit(&s->term_requested, true, memory_order_release);
+    uint64_t one = 1;
+    if (s->wake_fd >= 0) {
+        ssize_t rc = write(s->wake_fd, &one, sizeof one);
+        (void)rc;
+    }
+    errno = saved;
+}
+
+void sonde_sampler_stop(sonde_sampler_t *s)
+{
+    if (!s->thread_started) return;
+    atomic_store_explicit(&s->stop_requested, true, memory_order_release);
+    uint64_t one = 1;
+    ssize_t rc = write(s->wake_fd, &one, sizeof one);
+    (void)rc;
+    if (pthread_equal(pthread_self(), s->thread)) return; /* on_terminate path */
+    bool have_gil = PyGILState_Check();
+    PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
+    pthread_join(s->thread, NULL);
+    if (have_gil) PyEval_RestoreThread(save);
+    s->thread_started = false;
+    if (!s->stop_ns) s->stop_ns = sonde_prim_monotonic_ns();
+}
+
+int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof)
+{
+    char path[8192];
+    for (size_t i = 0; i < s->lines_cap; i++) {
+        const sonde_line_acc_t *acc = &s->lines[i];
+        if (!acc->key) continue;
+        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, (uint32_t)(acc->key >> 32));
+        if (!code || !code->filename) continue;
+        const char *file = code->filename;
+        if (file[0] != '/' && file[0] != '<' && cwd && *cwd) {
+            snprintf(path, sizeof path, "%s/%s", cwd, file);
+            file = path;
+        }
+        int rc = sonde_profile_add(prof, file, code->name, code->firstlineno,
+                                   (int)(uint32_t)acc->key, acc->python_ns, acc->native_ns,
+                                   acc->system_ns, acc->samples);
+        if (rc < 0) return rc;
+    }
+    prof->samples = s->ticks;
+    prof->unattributed_ns = s->unattributed_ns;
+    sonde_ns_t end = s->stop_ns ? s->stop_ns : sonde_prim_monotonic_ns();
+    prof->elapsed_sec = (double)(end - s->start_ns) / 1e9;
+    prof->interval_sec = (double)s->interval_ns / 1e9;
+    prof->virtual_time = s->virtual_time;
+    return 0;
+}
+
+void sonde_sampler_free(sonde_sampler_t *s)
+{
+    for (size_t i = 0; i < s->n_threads; i++) sonde_prim_waitfd_close(&s->threads[i].waitfd);
+    free(s->threads);
+    free(s->lines);
+    free(s->code_wanted);
+    s->threads = NULL;
+    s->lines = NULL;
+    s->code_wanted = NULL;
+    s->n_threads = s->cap_threads = s->lines_cap = s->lines_used = s->code_wanted_cap = 0;
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    s->wake_fd = -1;
+    sonde_pyproc_close(&s->proc);
+}

@@ -1,0 +1,357 @@
+/* session.c — one profiling session: start, stop, and the report at the end.
+ *
+ * Owns: the process's single session (sonde run, or sonde.start()/stop()),
+ * its atexit hook, its SIGTERM handler and the writing of its report.
+ * Called with the GIL from module.c and boot.c; the report may also be
+ * written on the sampler thread after SIGTERM (without the GIL: building
+ * and writing a report needs no Python). session_sigterm is a signal
+ * handler: it only calls async-signal-safe functions.
+ */
+#include "ext.h"
+
+#include "../report/report.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct sonde_session {
+    bool active;                 /* between start and stop (GIL) */
+    bool from_run;               /* started by `sonde run` */
+    atomic_int reported;         /* 0 until the report was claimed */
+    pid_t pid;                   /* process that owns the session */
+    sonde_run_opts_t opts;       /* copy; string fields point into owned */
+    char *outfile;               /* owned */
+    char *program;               /* owned */
+    char **argv;                 /* owned */
+    int argc;
+    char python_version[32];
+    char cwd[4096];
+    sonde_filter_t filter;
+    sonde_sampler_t sampler;
+    bool sigterm_installed;
+    struct sigaction old_sigterm;
+} sonde_session_t;
+
+static sonde_session_t session;
+static bool session_atexit_registered;
+
+bool sonde_session_active(void) { return session.active; }
+bool sonde_session_from_run(void) { return session.active && session.from_run; }
+
+/* ---- the report ---------------------------------------------------------------- */
+
+static int session_write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static bool session_color(int fd)
+{
+    const char *no_color = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
+    if (no_color && *no_color) return false;
+    if (term && strcmp(term, "dumb") == 0) return false;
+    return isatty(fd);
+}
+
+/* Builds and writes the report. No Python API: runs with or without the
+ * GIL. Returns 0 or -errno; *what names the failing step. */
+static int session_report(sonde_session_t *s, const char **what)
+{
+    sonde_profile_t prof;
+    sonde_buf_t out = SONDE_BUF_INIT;
+    int rc;
+
+    sonde_profile_init(&prof);
+    *what = "build the report";
+    prof.program = strdup(s->program ? s->program : "");
+    prof.python_version = strdup(s->python_version);
+    if (!prof.program || !prof.python_version) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    if (s->argc > 0) {
+        prof.argv = calloc((size_t)s->argc, sizeof *prof.argv);
+        if (!prof.argv) {
+            rc = -ENOMEM;
+            goto done;
+        }
+        for (int i = 0; i < s->argc; i++) {
+            prof.argv[i] = strdup(s->argv[i]);
+            if (!prof.argv[i]) {
+                rc = -ENOMEM;
+                goto done;
+            }
+            prof.argc = i + 1;
+        }
+    }
+    if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, &prof)) < 0) goto done;
+    if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
+    if (s->opts.json) {
+        rc = sonde_report_json(&prof, &out);
+    } else {
+        sonde_text_opts_t topts;
+        sonde_text_opts_default(&topts);
+        topts.cpu_percent_threshold = s->opts.cpu_percent_threshold;
+        topts.all_lines = s->opts.all_lines;
+        if (!s->outfile) {
+            int width = sonde_prim_terminal_width(2);
+            const char *columns = getenv("COLUMNS");
+            if (width <= 0 && columns) width = atoi(columns);
+            if (width >= 40) topts.width = width;
+            topts.color = session_color(2);
+        }
+        rc = sonde_report_text(&prof, &topts, &out);
+    }
+    if (rc < 0) goto done;
+    *what = "write the report";
+    if (s->outfile)
+        rc = sonde_write_file_atomic(s->outfile, out.data ? out.data : "", out.len);
+    else
+        rc = session_write_all(2, out.data ? out.data : "", out.len);
+done:
+    sonde_buf_free(&out);
+    sonde_profile_free(&prof);
+    return rc;
+}
+
+/* Prints a one-line error without stdio buffering surprises. */
+static void session_report_error(const sonde_session_t *s, const char *what, int rc)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "sonde: cannot %s%s%s: %s\n", what,
+             s->outfile ? " to " : "", s->outfile ? s->outfile : "", strerror(-rc));
+    session_write_all(2, line, strlen(line));
+}
+
+/* ---- SIGTERM -------------------------------------------------------------------- */
+
+/* Signal handler (async-signal-safe): SIGTERM in the profiled process asks
+ * the sampler thread to write the report and then end the process the way
+ * SIGTERM would have. In a forked child it just restores the default. */
+static void session_sigterm(int sig)
+{
+    if (getpid() != session.pid || !session.active) {
+        signal(sig, SIG_DFL);
+        kill(getpid(), sig);
+        return;
+    }
+    sonde_sampler_signal_terminate(&session.sampler);
+}
+
+/* Runs on the sampler thread after SIGTERM. */
+static void session_on_terminate(void)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&session.reported, &expected, 1)) {
+        const char *what = "";
+        int rc = session_report(&session, &what);
+        if (rc < 0) session_report_error(&session, what, rc);
+    }
+    signal(SIGTERM, SIG_DFL);
+    kill(getpid(), SIGTERM);
+}
+
+static void session_install_sigterm(sonde_session_t *s)
+{
+    struct sigaction old, act;
+    if (sigaction(SIGTERM, NULL, &old) != 0) return;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL) return; /* the program's */
+    memset(&act, 0, sizeof act);
+    act.sa_handler = session_sigterm;
+    act.sa_flags = SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(SIGTERM, &act, NULL) == 0) {
+        s->sigterm_installed = true;
+        s->old_sigterm = old;
+    }
+}
+
+static void session_remove_sigterm(sonde_session_t *s)
+{
+    struct sigaction cur;
+    if (!s->sigterm_installed) return;
+    s->sigterm_installed = false;
+    if (sigaction(SIGTERM, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler == session_sigterm)
+        sigaction(SIGTERM, &s->old_sigterm, NULL);
+}
+
+/* ---- atexit ------------------------------------------------------------------------ */
+
+static PyObject *session_atexit(PyObject *self, PyObject *unused)
+{
+    if (session.active && session.pid == getpid() && sonde_session_stop_gil() < 0) {
+        /* the report could not be written; say so, never raise at exit */
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_NOARGS, NULL};
+
+static int session_register_atexit(void)
+{
+    if (session_atexit_registered) return 0;
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    if (!atexit) return -1;
+    PyObject *func = PyCFunction_New(&session_atexit_def, NULL);
+    PyObject *res = func ? PyObject_CallMethod(atexit, "register", "O", func) : NULL;
+    Py_XDECREF(res);
+    Py_XDECREF(func);
+    Py_DECREF(atexit);
+    if (!res) return -1;
+    session_atexit_registered = true;
+    return 0;
+}
+
+/* ---- start / stop ---------------------------------------------------------------- */
+
+static void session_clear(sonde_session_t *s)
+{
+    sonde_filter_free(&s->filter);
+    sonde_sampler_free(&s->sampler);
+    free(s->outfile);
+    free(s->program);
+    for (int i = 0; i < s->argc; i++) free(s->argv[i]);
+    free(s->argv);
+    s->outfile = s->program = NULL;
+    s->argv = NULL;
+    s->argc = 0;
+    s->active = false;
+}
+
+/* Copies sys.argv into the session (best effort). */
+static void session_copy_argv(sonde_session_t *s)
+{
+    PyObject *argv = PySys_GetObject("argv"); /* borrowed */
+    if (!argv || !PyList_Check(argv)) return;
+    Py_ssize_t n = PyList_GET_SIZE(argv);
+    if (n > 1024) n = 1024;
+    s->argv = calloc((size_t)n + 1, sizeof *s->argv);
+    if (!s->argv) return;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *text = PyUnicode_Check(PyList_GET_ITEM(argv, i))
+                               ? PyUnicode_AsUTF8(PyList_GET_ITEM(argv, i))
+                               : NULL;
+        if (!text) {
+            PyErr_Clear();
+            text = "";
+        }
+        s->argv[i] = strdup(text);
+        if (!s->argv[i]) break;
+        s->argc = (int)i + 1;
+    }
+}
+
+int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const char *program)
+{
+    sonde_session_t *s = &session;
+    int rc;
+    if (s->active) {
+        PyErr_SetString(PyExc_RuntimeError, "sonde: a profiling session is already running");
+        return -EBUSY;
+    }
+    memset(&s->opts, 0, sizeof s->opts);
+    s->opts = *opts;
+    s->opts.outfile = NULL;
+    s->from_run = from_run;
+    s->pid = getpid();
+    atomic_store(&s->reported, 0);
+    if (opts->outfile && !(s->outfile = strdup(opts->outfile))) goto nomem;
+    s->opts.outfile = s->outfile;
+    session_copy_argv(s);
+    if (!program && s->argc > 0) program = s->argv[0];
+    if (!(s->program = strdup(program ? program : ""))) goto nomem;
+    snprintf(s->python_version, sizeof s->python_version, "%s", Py_GetVersion());
+    char *space = strchr(s->python_version, ' ');
+    if (space) *space = 0;
+    if (!getcwd(s->cwd, sizeof s->cwd)) s->cwd[0] = 0;
+    if (s->outfile && s->outfile[0] != '/' && s->cwd[0]) {
+        /* the program may chdir before the report is written */
+        char *abs = malloc(strlen(s->cwd) + strlen(s->outfile) + 2);
+        if (!abs) goto nomem;
+        sprintf(abs, "%s/%s", s->cwd, s->outfile);
+        free(s->outfile);
+        s->outfile = abs;
+        s->opts.outfile = abs;
+    }
+
+    if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir)) < 0) goto nomem;
+    memset(&s->sampler, 0, sizeof s->sampler);
+    s->sampler.wake_fd = -1;
+    s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
+    s->sampler.virtual_time = opts->virtual_time;
+    s->sampler.filter = &s->filter;
+    s->sampler.on_terminate = session_on_terminate;
+    if (session_register_atexit() < 0) {
+        session_clear(s);
+        return -1;
+    }
+    rc = sonde_sampler_start_gil(&s->sampler);
+    if (rc < 0) {
+        session_clear(s);
+        PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s", strerror(-rc),
+                     rc == -ENOTSUP ? " (this Python version is not supported)" : "");
+        return rc;
+    }
+    s->active = true;
+    session_install_sigterm(s);
+    return 0;
+nomem:
+    session_clear(s);
+    PyErr_NoMemory();
+    return -ENOMEM;
+}
+
+/* Flushes sys.stdout and sys.stderr so the report follows the program's
+ * own output. */
+static void session_flush_python_streams(void)
+{
+    const char *names[] = {"stdout", "stderr"};
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
+        PyObject *stream = PySys_GetObject(names[i]); /* borrowed */
+        if (!stream || stream == Py_None) continue;
+        PyObject *res = PyObject_CallMethod(stream, "flush", NULL);
+        if (!res) PyErr_Clear();
+        Py_XDECREF(res);
+    }
+}
+
+int sonde_session_stop_gil(void)
+{
+    sonde_session_t *s = &session;
+    if (!s->active) return 0;
+    session_remove_sigterm(s);
+    sonde_sampler_stop(&s->sampler);
+    int rc = 0;
+    int expected = 0;
+    if (s->pid == getpid() && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
+        const char *what = "";
+        session_flush_python_streams();
+        Py_BEGIN_ALLOW_THREADS
+        rc = session_report(s, &what);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            if (s->from_run)
+                session_report_error(s, what, rc);
+            else
+                PyErr_Format(PyExc_OSError, "sonde: cannot %s%s%s: %s", what,
+                             s->outfile ? " to " : "", s->outfile ? s->outfile : "",
+                             strerror(-rc));
+        }
+    }
+    session_clear(s);
+    return (rc < 0 && !PyErr_Occurred()) ? 0 : rc;
+}

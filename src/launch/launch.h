@@ -1,0 +1,37 @@
+/* launch.h — starting a program under `sonde run`.
+ *
+ * Owns: how the launcher hands a run over to the interpreter. The launcher
+ * (the `sonde` command, or `python3 -m sonde run`) replaces itself with
+ * `python script.py args` (or `python -m module args`), with the sonde
+ * package's _boot directory first on PYTHONPATH so that the interpreter
+ * imports sonde's sitecustomize hook at start-up; the hook (src/ext/boot.c)
+ * puts the environment back exactly as it was and starts profiling before
+ * the program's first line runs. The options travel in SONDE_RUN_OPTIONS.
+ */
+#ifndef SONDE_LAUNCH_H
+#define SONDE_LAUNCH_H
+
+#include "options.h"
+
+#define SONDE_ENV_OPTIONS     "SONDE_RUN_OPTIONS"     /* option tokens, \x1f-separated */
+#define SONDE_ENV_BOOT_PATHS  "SONDE_BOOT_PATHS"      /* entries we put on PYTHONPATH, ':'-separated */
+#define SONDE_ENV_PYTHONPATH  "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
+#define SONDE_ENV_HAD_PYPATH  "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
+#define SONDE_ENV_PROGRAM     "SONDE_RUN_PROGRAM"     /* script path, or "-m module" */
+#define SONDE_TOKEN_SEP '\x1f'
+
+/* Checks what can be checked before starting the program: the script
+ * exists and is readable (or is a directory/zip Python can run), the
+ * outfile can be written. Returns 0, or -errno with a one-line message in
+ * err (no "sonde: " prefix). */
+int sonde_launch_check(const sonde_run_opts_t *opts, char *err, size_t err_len);
+
+/* Replaces the process with the interpreter running the program. python is
+ * the interpreter to run; pkg_dir the directory of the sonde package
+ * (holding _boot/). tokens[0..n_tokens-1] are the sonde options to hand
+ * over. Returns only on failure: -errno with a message in err. */
+int sonde_launch_exec(const char *python, const char *pkg_dir,
+                      const sonde_run_opts_t *opts, char *const *tokens,
+                      int n_tokens, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,152 @@
+/* pyread.h — reading a CPython interpreter's state as plain memory.
+ *
+ * Owns: the interface shared by the in-process sampler (src/ext/, which
+ * reads its own process through a fault-safe reader, without the GIL) and
+ * the attach reader (src/attach/, which reads another process). Nothing
+ * here links libpython or calls the Python C API: every structure is read
+ * by copy through sonde_mem_read and every pointer, size and loop is
+ * bounded, because the memory may change or be freed under the reader.
+ *
+ * Not async-signal-safe (the code cache allocates); call it from a normal
+ * thread. One sonde_pyproc_t must be used by one thread at a time.
+ */
+#ifndef SONDE_PYREAD_H
+#define SONDE_PYREAD_H
+
+#include "../core/common.h"
+
+#include <sys/types.h>
+
+/* Named bounds on hostile input. */
+#define SONDE_PY_MAX_THREADS      4096  /* thread states walked per sample */
+#define SONDE_PY_MAX_DEPTH        1024  /* frames walked per thread */
+#define SONDE_PY_MAX_STRING       4096  /* bytes of a file or function name */
+#define SONDE_PY_MAX_LINETABLE  (1 << 20) /* bytes of a line table */
+#define SONDE_PY_MAX_CODE       (1 << 22) /* bytes of bytecode */
+
+/* ---- memory source ------------------------------------------------------ */
+
+/* A memory source: this process (pid 0) or another one. */
+typedef struct sonde_mem {
+    pid_t pid;        /* target pid; getpid() for self */
+    int mem_fd;       /* /proc/PID/mem fallback, -1 until needed */
+    bool use_procmem; /* process_vm_readv refused (seccomp): use mem_fd */
+    uint64_t reads;   /* statistics: successful reads */
+    uint64_t faults;  /* statistics: failed reads */
+} sonde_mem_t;
+
+/* Opens a memory source. pid 0 means this process. Returns 0 or -errno. */
+int sonde_mem_open(sonde_mem_t *mem, pid_t pid);
+/* Reads exactly len bytes at addr. Returns 0, or -EFAULT for an unmapped or
+ * partially mapped range, -ESRCH if the process is gone, -EPERM/-EACCES if
+ * reading is not permitted. Never faults the caller. */
+int sonde_mem_read(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len);
+void sonde_mem_close(sonde_mem_t *mem);
+
+/* ---- per-version layouts ------------------------------------------------ */
+
+/* Opaque here; defined in pyoffsets.h (generated tables, one per minor
+ * version, produced by tools/gen_offsets against each interpreter's own
+ * internal headers). */
+typedef struct sonde_pyoffsets sonde_pyoffsets_t;
+
+/* Layout for CPython major.minor, or NULL if unsupported. */
+const sonde_pyoffsets_t *sonde_pyoffsets_find(int major, int minor);
+
+/* ---- an interpreter being read ------------------------------------------ */
+
+/* Facts about one code object, kept in the reader's cache. Strings are
+ * UTF-8, NUL-terminated, owned by the cache and valid until
+ * sonde_pyproc_close. */
+typedef struct sonde_pycode {
+    uint64_t addr;        /* address of the code object when cached */
+    const char *filename; /* co_filename */
+    const char *name;     /* co_qualname where the version has it, else co_name */
+    int firstlineno;      /* co_firstlineno */
+} sonde_pycode_t;
+
+/* One Python frame as seen by a sample. */
+typedef struct sonde_pyframe {
+    uint32_t code_id; /* index of the code object in the cache, stable for
+                         the lifetime of the sonde_pyproc_t */
+    int32_t lineno;   /* current line, or -1 when unknown */
+    bool in_call;     /* the frame's current instruction is a call-family
+                         opcode (CALL, CALL_FUNCTION, specialised forms...):
+                         if this is the innermost Python frame, the thread
+                         is executing native code called from it */
+} sonde_pyframe_t;
+
+/* One thread state. */
+typedef struct sonde_pythread {
+    uint64_t tstate;     /* address of the PyThreadState */
+    uint64_t pthread_id; /* tstate->thread_id (pthread_t of the thread) */
+    pid_t native_tid;    /* kernel thread id, 0 when not known */
+    bool holds_gil;      /* the thread holds the GIL (best effort) */
+} sonde_pythread_t;
+
+struct sonde_pycode_cache; /* private to code.c */
+
+typedef struct sonde_pyproc {
+    sonde_mem_t mem;
+    const sonde_pyoffsets_t *off; /* borrowed, static tables */
+    int version_major, version_minor, version_micro;
+    uint64_t runtime_addr;   /* &_PyRuntime in the target */
+    uint64_t interp_addr;    /* main interpreter (PyInterpreterState *) */
+    uint64_t code_type_addr; /* &PyCode_Type in the target, 0 = unchecked */
+    struct sonde_pycode_cache *codes; /* owned */
+    uint64_t sample_errors;  /* statistics: samples ended by a bad read */
+} sonde_pyproc_t;
+
+/* Prepares to read this process. version is PY_VERSION_HEX; runtime_addr is
+ * &_PyRuntime (dlsym), code_type_addr is &PyCode_Type. Returns 0 or -errno
+ * (-ENOTSUP when the version has no layout). */
+int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex,
+                           uint64_t runtime_addr, uint64_t code_type_addr);
+/* Prepares to read another process: finds libpython or the executable in
+ * /proc/PID/maps, locates _PyRuntime through the ELF symbol tables
+ * (.dynsym, .symtab, or the .PyRuntime section of a stripped binary),
+ * detects the version and picks its layout (on 3.13+ checked against the
+ * target's _Py_DebugOffsets). Returns 0 or -errno: -ESRCH no such process,
+ * -EPERM/-EACCES not permitted, -ENOEXEC not a Python process, -ENOTSUP a
+ * version without a layout (the version is still filled in). */
+int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid);
+void sonde_pyproc_close(sonde_pyproc_t *proc);
+
+/* Lists the thread states of the main interpreter (at most max, in list
+ * order). Returns the count or -errno. */
+int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads,
+                         int max);
+
+/* Frame iteration, innermost frame first. Frames owned by the C stack (the
+ * 3.12+ entry shims) are skipped.
+ *   sonde_pyframe_iter_begin: 0, or -errno if the thread state is unreadable
+ *   sonde_pyframe_iter_next:  1 with *frame filled, 0 at the end of the stack,
+ *                             -errno when a read failed (the caller ends the
+ *                             sample; the iterator is then finished). */
+typedef struct sonde_pyframe_iter {
+    sonde_pyproc_t *proc;
+    uint64_t next_frame; /* address of the next frame to read, 0 = end */
+    int depth;
+} sonde_pyframe_iter_t;
+
+int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate,
+                             sonde_pyframe_iter_t *it);
+int sonde_pyframe_iter_next(sonde_pyframe_iter_t *it, sonde_pyframe_t *frame);
+
+/* The cached facts for a code id returned in a frame; NULL if out of range. */
+const sonde_pycode_t *sonde_pyproc_code(const sonde_pyproc_t *proc,
+                                        uint32_t code_id);
+/* Number of code ids handed out so far (ids are 0..count-1). */
+uint32_t sonde_pyproc_code_count(const sonde_pyproc_t *proc);
+
+/* ---- pure helpers (unit-tested) ----------------------------------------- */
+
+/* Line number for the instruction at byte offset `offset` of the bytecode,
+ * decoding the line table format of the given minor version (3.8/3.9
+ * co_lnotab, 3.10 co_linetable, 3.11+ location table). Range ends are
+ * exclusive. Returns the line, or -1 when the table says "no line" or is
+ * malformed. */
+int sonde_linetable_lookup(int minor, const uint8_t *table, size_t table_len,
+                           int firstlineno, uint32_t offset);
+
+#endif

@@ -1,0 +1,46 @@
+/* report.h — the writers that turn a sonde_profile_t into reports.
+ *
+ * Owns: the one small interface every output format implements. Writers
+ * only read the model; they never print on their own (the caller chooses
+ * where the bytes go) and return 0 or -errno. Plain C, no libpython.
+ */
+#ifndef SONDE_REPORT_H
+#define SONDE_REPORT_H
+
+#include "../core/buf.h"
+#include "../model/model.h"
+
+typedef struct sonde_text_opts {
+    double cpu_percent_threshold; /* lines below this share are hidden (1.0) */
+    bool all_lines;               /* show every line of every profiled file */
+    bool color;                   /* ANSI colours (caller decided: TTY and no NO_COLOR) */
+    int width;                    /* terminal width in columns (>= 40) */
+} sonde_text_opts_t;
+
+/* Fills opts with the defaults above (width 100, no colour). */
+void sonde_text_opts_default(sonde_text_opts_t *opts);
+
+/* Terminal report. Appends to out. Returns 0 or -ENOMEM. An empty profile
+ * (total_ns 0) gives one line, "sonde: no samples: ...". opts NULL means
+ * the defaults; width is clamped to 40..1000 columns. */
+int sonde_report_text(const sonde_profile_t *prof,
+                      const sonde_text_opts_t *opts, sonde_buf_t *out);
+
+/* JSON report (docs/json-format.md). Appends to out. Returns 0 or -ENOMEM. */
+int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out);
+
+/* Writes data to path atomically: a temporary file in the same directory,
+ * fsync, rename. On error nothing is left at path or beside it.
+ * Returns 0 or -errno. The new file gets mode 0666 & ~umask; -EISDIR when
+ * path is a directory (or ends in '/'), -EINVAL when it exists and is not a
+ * regular file (a device such as /dev/stdout, a FIFO: write those
+ * directly). A symbolic link at path is replaced, not followed. */
+int sonde_write_file_atomic(const char *path, const void *data, size_t len);
+
+/* Checks, before a run, that path can be written atomically later (its
+ * directory exists and accepts a new file: one is created and removed).
+ * Returns 0 or -errno, with the same -EISDIR / -EINVAL cases as
+ * sonde_write_file_atomic. */
+int sonde_check_writable(const char *path);
+
+#endif

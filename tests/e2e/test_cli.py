@@ -1,0 +1,63 @@
+"""The `sonde` command itself: help, version, and one-line errors."""
+import os
+
+from support import check
+
+ONCE = True
+
+
+def _one_line_error(proc, *words):
+    err = proc.stderr.strip()
+    check(proc.returncode != 0, "exit status 0 for an error; stderr: %r" % err)
+    check(len(err.splitlines()) == 1, "error is not one line: %r" % err)
+    check(err.startswith("sonde: "), "error does not start with 'sonde: ': %r" % err)
+    for w in words:
+        check(w in err, "error %r does not mention %r" % (err, w))
+
+
+def test_help_and_version(env):
+    top = env.run_sonde(["--help"])
+    check(top.returncode == 0 and "run" in top.stdout and "usage" in top.stdout, top.stdout)
+    run = env.run_sonde(["run", "--help"])
+    check(run.returncode == 0, run.stderr)
+    for opt in ("--interval", "--virtual-time", "--profile-all", "--profile-only", "--profile-exclude",
+                "--cpu-percent-threshold", "--all-lines", "--json", "--outfile", "-m"):
+        check(opt in run.stdout, "run --help does not document %s" % opt)
+    ver = env.run_sonde(["--version"])
+    check(ver.returncode == 0 and ver.stdout.startswith("sonde "), ver.stdout)
+
+
+def test_unknown_option_and_command(env):
+    script = env.write("ok.py", "print('ran')\n")
+    _one_line_error(env.run_sonde(["run", "--bogus", script]), "--bogus")
+    _one_line_error(env.run_sonde(["frobnicate"]), "frobnicate")
+    _one_line_error(env.run_sonde(["run", "--interval", "abc", script]), "--interval")
+    _one_line_error(env.run_sonde(["run"]), "no program")
+
+
+def test_missing_script(env):
+    missing = os.path.join(env.tmp, "nope.py")
+    out = os.path.join(env.tmp, "p.json")
+    proc = env.run_sonde(["run", "--json", "-o", out, missing])
+    _one_line_error(proc, "nope.py", "No such file")
+    check(not os.path.exists(out), "a profile was written for a missing script")
+
+
+def test_syntax_error(env):
+    script = env.write("bad.py", "print('before')\ndef broken(:\n    pass\n")
+    out = os.path.join(env.tmp, "p.json")
+    proc = env.run_sonde(["run", "--json", "-o", out, script])
+    _one_line_error(proc, "bad.py", "line 2")
+    check("before" not in proc.stdout, "the program ran despite the syntax error")
+    check(not os.path.exists(out), "a profile was written for a syntax error")
+
+
+def test_unwritable_outfile(env):
+    script = env.write("ok.py", "open(%r, 'w').write('ran')\n" % os.path.join(env.tmp, "marker"))
+    for target in (os.path.join(env.tmp, "no", "such", "dir", "p.json"), env.tmp):
+        proc = env.run_sonde(["run", "-o", target, script])
+        _one_line_error(proc, "cannot write")
+        check(not os.path.exists(os.path.join(env.tmp, "marker")),
+              "the program ran although the report could not be written")
+    leftovers = [f for f in os.listdir(env.tmp) if f not in ("ok.py",)]
+    check(not leftovers, "files left behind: %s" % leftovers)

@@ -1,0 +1,220 @@
+"""`sonde run app.py` behaves exactly like `python3 app.py`."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from support import check, file_entry, lines_by_no, marked_lines
+
+PROBE = r'''
+import json, os, sys
+data = {
+    "argv": sys.argv, "name": __name__, "path": sys.path, "file": __file__,
+    "environ": dict(os.environ),
+    "c_environ": sorted(open("/proc/self/environ", "rb").read().split(b"\0")),
+    "stdin": sys.stdin.read(), "flags": list(sys.flags),
+    "orig_argv": getattr(sys, "orig_argv", None),
+    "main_keys": sorted(k for k in vars(sys.modules["__main__"]) if k != "data"),
+    "warnoptions": sys.warnoptions, "executable": sys.executable,
+    "has_sitecustomize": "sitecustomize" in sys.modules,
+}
+data["c_environ"] = [x.decode("utf-8", "replace") for x in data["c_environ"]]
+print(json.dumps(data))
+sys.stderr.write("to stderr\n")
+'''
+
+
+def _probe(env, runner, args, **kw):
+    proc = runner(args, input="some input\n", **kw)
+    check(proc.returncode == 0, "probe failed: %s" % proc.stderr[-2000:])
+    return json.loads(proc.stdout), proc.stderr
+
+
+def test_same_view_as_python(env):
+    script = env.write("probe.py", PROBE)
+    out = os.path.join(env.tmp, "prof.json")
+    plain, plain_err = _probe(env, env.run_python, [script, "a", "b c", "--flag"])
+    ours, our_err = _probe(env, env.run_sonde, ["run", "-o", out, script, "a", "b c", "--flag"])
+    for key in plain:
+        check(plain[key] == ours[key], "%s differs:\n python: %r\n sonde:  %r" % (key, plain[key], ours[key]))
+    check(plain_err == our_err, "stderr differs: %r vs %r" % (plain_err, our_err))
+    check(os.path.exists(out), "no profile written")
+
+
+def test_same_view_with_pythonpath(env):
+    script = env.write("probe.py", PROBE)
+    extra = {"PYTHONPATH": os.path.join(env.tmp, "extra-dir")}
+    plain, _ = _probe(env, env.run_python, [script], env=extra)
+    ours, _ = _probe(env, env.run_sonde, ["run", "-o", os.path.join(env.tmp, "p.json"), script], env=extra)
+    for key in ("path", "environ", "c_environ", "argv"):
+        check(plain[key] == ours[key], "%s differs:\n python: %r\n sonde:  %r" % (key, plain[key], ours[key]))
+
+
+def test_module_mode(env):
+    env.write("pkg/__init__.py", "")
+    env.write("pkg/mod.py", PROBE)
+    plain, _ = _probe(env, env.run_python, ["-m", "pkg.mod", "x", "y"])
+    ours, _ = _probe(env, env.run_sonde, ["run", "-o", os.path.join(env.tmp, "p.json"), "-m", "pkg.mod", "x", "y"])
+    for key in ("argv", "name", "path", "environ", "c_environ", "stdin"):
+        check(plain[key] == ours[key], "%s differs:\n python: %r\n sonde:  %r" % (key, plain[key], ours[key]))
+
+
+def test_python_dash_m_sonde(env):
+    script = env.write("probe.py", PROBE)
+    extra = {"PYTHONPATH": env.lib}
+    out = os.path.join(env.tmp, "p.json")
+    plain, _ = _probe(env, env.run_python, [script, "1"], env=extra)
+    ours, _ = _probe(env, env.run_python, ["-m", "sonde", "run", "-o", out, script, "1"], env=extra)
+    for key in ("argv", "name", "path", "environ", "c_environ", "stdin", "file"):
+        check(plain[key] == ours[key], "%s differs:\n python: %r\n sonde:  %r" % (key, plain[key], ours[key]))
+    check(os.path.exists(out), "no profile written")
+
+
+def test_exit_status(env):
+    script = env.write("exits.py", "import sys\nprint('out')\nsys.exit(int(sys.argv[1]))\n")
+    for code in ("0", "3", "255"):
+        proc = env.run_sonde(["run", "-o", os.path.join(env.tmp, "p.json"), script, code])
+        check(proc.returncode == int(code), "exit %d instead of %s" % (proc.returncode, code))
+        check(proc.stdout == "out\n", proc.stdout)
+    msg = env.write("exitmsg.py", "import sys\nsys.exit('bye now')\n")
+    plain = env.run_python([msg])
+    ours = env.run_sonde(["run", "-o", os.path.join(env.tmp, "p.json"), msg])
+    check((plain.returncode, plain.stderr) == (ours.returncode, ours.stderr),
+          "sys.exit(str): %r vs %r" % ((plain.returncode, plain.stderr), (ours.returncode, ours.stderr)))
+
+
+def test_uncaught_exception(env):
+    script = env.write("boom.py", """\
+        def inner():
+            raise ValueError("kaboom")
+        def outer():
+            inner()
+        print("started")
+        outer()
+        """)
+    out = os.path.join(env.tmp, "p.json")
+    plain = env.run_python([script])
+    ours = env.run_sonde(["run", "-o", out, script])
+    check(ours.returncode == 1 == plain.returncode, "exit %d" % ours.returncode)
+    check(ours.stderr == plain.stderr, "traceback differs:\n%s\n---\n%s" % (plain.stderr, ours.stderr))
+    check(ours.stdout == "started\n", ours.stdout)
+    check(os.path.exists(out), "no profile after an uncaught exception")
+
+
+def test_keyboard_interrupt_keeps_profile(env):
+    script = env.write("intr.py", """\
+        import os, signal, time
+        def spin():
+            end = time.time() + 0.6
+            n = 0
+            while time.time() < end:  # @spin
+                n += 1
+        spin()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+        """)
+    plain = env.run_python([script])
+    proc, prof = env.profile(script)
+    check(proc.returncode == plain.returncode == -signal.SIGINT,
+          "exit %d (python: %d)" % (proc.returncode, plain.returncode))
+    check("KeyboardInterrupt" in proc.stderr, proc.stderr)
+    lines = lines_by_no(prof, script)
+    check(marked_lines(script)["spin"] in lines or marked_lines(script)["spin"] + 1 in lines,
+          "the spin loop is not in the profile: %s" % sorted(lines))
+
+
+def test_sigterm_keeps_profile(env):
+    script = env.write("term.py", """\
+        import sys
+        print("ready", flush=True)
+        n = 0
+        while True:
+            n += 1  # @loop
+        """)
+    out = os.path.join(env.tmp, "term.json")
+    p = subprocess.Popen([env.sonde, "run", "--json", "-o", out, script], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env.base_env(), cwd=env.tmp)
+    check(p.stdout.readline().strip() == "ready", "program did not start")
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("SIGTERM did not end the program")
+    check(p.returncode == -signal.SIGTERM, "exit %d, expected death by SIGTERM" % p.returncode)
+    check(os.path.exists(out), "no profile after SIGTERM; stderr: %s" % p.stderr.read())
+    with open(out) as f:
+        prof = json.load(f)
+    lines = lines_by_no(prof, script)
+    loop = marked_lines(script)["loop"]
+    share = sum(lines[n]["n_cpu_percent_python"] + lines[n]["n_cpu_percent_c"]
+                for n in (loop - 1, loop) if n in lines)
+    check(share > 80, "the busy loop holds only %.1f%% of the profile" % share)
+
+
+def test_program_using_timers_and_signals(env):
+    script = env.write("timers.py", """\
+        import signal, time
+        hits = {"alrm": 0, "prof": 0}
+        def on_alrm(s, f): hits["alrm"] += 1
+        def on_prof(s, f): hits["prof"] += 1
+        signal.signal(signal.SIGALRM, on_alrm)
+        signal.signal(signal.SIGPROF, on_prof)
+        signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
+        signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)
+        end = time.time() + 1.0
+        x = 0
+        while time.time() < end:
+            x += 1
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        print(hits["alrm"] > 20, hits["prof"] > 20, signal.getsignal(signal.SIGALRM) is on_alrm)
+        """)
+    plain = env.run_python([script])
+    ours = env.run_sonde(["run", "-o", os.path.join(env.tmp, "p.json"), script])
+    check(plain.stdout.strip() == "True True True", "python: " + plain.stdout)
+    check(ours.stdout == plain.stdout and ours.returncode == 0,
+          "sonde: %r exit %d %s" % (ours.stdout, ours.returncode, ours.stderr[-500:]))
+
+
+def test_fork_and_subprocess(env):
+    script = env.write("forks.py", """\
+        import os, subprocess, sys
+        pid = os.fork()
+        if pid == 0:
+            print("child", flush=True)
+            sys.exit(7)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8)
+        r = subprocess.run([sys.executable, "-c", "import os; print('SONDE' in ''.join(os.environ))"],
+                           capture_output=True, text=True)
+        print("grandchild sees sonde:", r.stdout.strip())
+        r = subprocess.run(["ls", "/"], capture_output=True, text=True)
+        print("ls ok", r.returncode == 0 and "usr" in r.stdout)
+        """)
+    out = os.path.join(env.tmp, "fork.json")
+    ours = env.run_sonde(["run", "--json", "-o", out, script])
+    check(ours.returncode == 0, ours.stderr)
+    got = ours.stdout.splitlines()
+    check(got == ["child", "child exit 7", "grandchild sees sonde: False", "ls ok True"], got)
+    with open(out) as f:
+        json.load(f)
+    leftovers = [f for f in os.listdir(env.tmp) if f.startswith(".") or f.endswith(".tmp")]
+    check(not leftovers, "temporary files left: %s" % leftovers)
+
+
+def test_report_to_stderr_by_default(env):
+    script = env.write("plain.py", """\
+        import time
+        end = time.time() + 0.5
+        while time.time() < end:
+            pass
+        print("done")
+        """)
+    proc = env.run_sonde(["run", script])
+    check(proc.returncode == 0 and proc.stdout == "done\n", proc.stdout + proc.stderr)
+    check("plain.py" in proc.stderr, "no report on stderr: %r" % proc.stderr[-1000:])
+    check("\x1b[" not in proc.stderr, "colour escape codes in a non-terminal report")

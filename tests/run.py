@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""sonde's test runner (`make test`).
+
+Builds sonde once per installed CPython (build/test/<name>/), runs the C unit
+tests, then every end-to-end test in tests/e2e/test_*.py against every
+interpreter, and ends with the line `N passed, N failed`.
+
+    python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
+
+A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
+(AssertionError or anything else). A module-level `ONCE = True` runs the
+module's tests with the first interpreter only (tests of the command itself).
+A function may set `test_x.requires = "numpy"` to run only where numpy imports.
+"""
+import argparse
+import concurrent.futures
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import support  # noqa: E402
+
+
+def find_interpreters():
+    found = []
+    for path in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python")):
+        try:
+            out = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        parts = tuple(int(x) for x in out.split(".")) if out else ()
+        if parts and (3, 8) <= parts[:2] <= (3, 13):
+            found.append((out, path, parts))
+    if os.path.exists("/usr/bin/python3"):
+        out = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                             capture_output=True, text=True).stdout.strip()
+        parts = tuple(int(x) for x in out.split("."))
+        if (3, 8) <= parts[:2] <= (3, 13):
+            found.append((out + "-system", "/usr/bin/python3", parts))
+    found.sort(key=lambda f: (f[2], f[0]))
+    return found
+
+
+def build(name, python):
+    build_dir = os.path.join("build", "test", name)
+    t0 = time.time()
+    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "all"],
+                          cwd=ROOT, capture_output=True, text=True)
+    ok = proc.returncode == 0
+    detail = (proc.stdout + proc.stderr).strip()
+    return ok, os.path.join(ROOT, build_dir), detail, time.time() - t0
+
+
+def load_modules(pattern):
+    mods = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "e2e", "test_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        tests = [(n, f) for n, f in sorted(vars(mod).items())
+                 if n.startswith("test_") and callable(f)]
+        if pattern:
+            tests = [(n, f) for n, f in tests if pattern in name + "." + n]
+        if tests:
+            mods.append((name, mod, tests))
+    return mods
+
+
+class Results:
+    def __init__(self, verbose):
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+        self.failures = []
+        self.verbose = verbose
+
+    def record(self, label, ok, detail="", seconds=0.0, skipped=False):
+        if skipped:
+            self.skipped += 1
+            print("SKIP %s: %s" % (label, detail), flush=True)
+            return
+        if ok:
+            self.passed += 1
+            print("PASS %s (%.1fs)%s" % (label, seconds, (": " + detail) if detail and self.verbose else ""),
+                  flush=True)
+        else:
+            self.failed += 1
+            self.failures.append(label)
+            print("FAIL %s (%.1fs): %s" % (label, seconds, detail), flush=True)
+
+
+def run_unit_tests(build_dir, results):
+    for binary in sorted(glob.glob(os.path.join(build_dir, "tests", "test_*"))):
+        name = os.path.basename(binary)
+        t0 = time.time()
+        try:
+            proc = subprocess.run([binary], capture_output=True, text=True, timeout=300, cwd=ROOT)
+            out = proc.stdout + proc.stderr
+            checks = [l for l in out.splitlines() if l.startswith(("PASS ", "FAIL "))]
+            fails = [l for l in checks if l.startswith("FAIL ")]
+            ok = proc.returncode == 0 and not fails and checks
+            detail = "%d checks" % len(checks)
+            if not ok:
+                detail = "exit %d; %s" % (proc.returncode, "; ".join(fails[:5]) or out[-500:])
+        except subprocess.TimeoutExpired:
+            ok, detail = False, "timed out"
+        results.record("unit/%s" % name, ok, detail, time.time() - t0)
+
+
+def run_test(func, env):
+    t0 = time.time()
+    try:
+        note = func(env)
+        return True, (note if isinstance(note, str) else ""), time.time() - t0
+    except support.Skip as e:
+        return None, str(e), time.time() - t0
+    except Exception as e:  # noqa: BLE001 - a test fails by raising anything
+        tb = traceback.format_exc().strip().splitlines()
+        where = [l.strip() for l in tb if l.strip().startswith("File ") and "/tests/" in l]
+        detail = "%s: %s" % (type(e).__name__, e)
+        if where:
+            detail += " [" + where[-1] + "]"
+        return False, detail, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", default="", help="run only tests whose module.name contains this")
+    ap.add_argument("--python", action="append", default=[], help="only these interpreters")
+    ap.add_argument("-j", type=int, default=1, help="run tests of one interpreter in parallel "
+                    "(accuracy tests always run alone)")
+    ap.add_argument("-v", action="store_true")
+    args = ap.parse_args()
+
+    results = Results(args.v)
+    interps = find_interpreters()
+    if args.python:
+        interps = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
+                                             for p in args.python)]
+    if not interps:
+        print("no CPython 3.8-3.13 interpreter found")
+        print("0 passed, 1 failed")
+        return 1
+    print("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps), flush=True)
+    modules = load_modules(args.k)
+
+    first = True
+    for name, python, version in interps:
+        ok, build_dir, detail, secs = build(name, python)
+        results.record("build [%s]" % name, ok, detail[-2000:] if not ok else "", secs)
+        if not ok:
+            first = False
+            continue
+        if first and (not args.k or args.k.startswith("unit")):
+            run_unit_tests(build_dir, results)
+        env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT)
+        for mod_name, mod, tests in modules:
+            if getattr(mod, "ONCE", False) and not first:
+                continue
+            for test_name, func in tests:
+                label = "%s.%s [%s]" % (mod_name, test_name, name)
+                env = support.Env(**env_base)
+                req = getattr(func, "requires", None)
+                if req and not env.has_module(req):
+                    results.record(label, None, "needs %s" % req, skipped=True)
+                    continue
+                try:
+                    ok, detail, secs = run_test(func, env)
+                finally:
+                    env.cleanup()
+                if ok is None:
+                    results.record(label, None, detail, skipped=True)
+                else:
+                    results.record(label, ok, detail, secs)
+        first = False
+
+    if results.failures:
+        print("failed: " + ", ".join(results.failures))
+    print("interpreters tested: " + ", ".join(n for n, _, _ in interps))
+    print("%d passed, %d failed" % (results.passed, results.failed))
+    return 0 if results.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

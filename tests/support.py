@@ -1,0 +1,109 @@
+"""Helpers shared by sonde's end-to-end tests (see tests/run.py)."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (the reason is printed)."""
+
+
+def check(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+class Env:
+    """One interpreter's view of the build, plus a private temp directory."""
+
+    def __init__(self, name, python, version, build, root):
+        self.name = name
+        self.python = python
+        self.version = version
+        self.build = build
+        self.root = root
+        self.sonde = os.path.join(build, "bin", "sonde")
+        self.lib = os.path.join(build, "lib")
+        self._tmp = None
+
+    @property
+    def tmp(self):
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="sonde-test-")
+        return self._tmp
+
+    def cleanup(self):
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def base_env(self, extra=None):
+        env = dict(os.environ)
+        env["SONDE_PYTHON"] = self.python
+        env.pop("PYTHONPATH", None)
+        env.pop("NO_COLOR", None)
+        if extra:
+            env.update(extra)
+        return env
+
+    def run(self, argv, timeout=300, input=None, env=None, cwd=None, **kw):
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input,
+                              env=self.base_env(env), cwd=cwd or self.tmp, **kw)
+
+    def run_sonde(self, args, **kw):
+        return self.run([self.sonde] + list(args), **kw)
+
+    def run_python(self, args, **kw):
+        return self.run([self.python] + list(args), **kw)
+
+    def profile(self, script, args=(), options=(), **kw):
+        """Runs `sonde run --json -o OUT options script args`; returns
+        (completed process, parsed profile)."""
+        out = os.path.join(self.tmp, "profile-%d.json" % len(os.listdir(self.tmp)))
+        proc = self.run_sonde(["run", "--json", "-o", out] + list(options) + [script] + list(args),
+                              **kw)
+        check(os.path.exists(out), "no profile written; exit %d; stderr:\n%s"
+              % (proc.returncode, proc.stderr[-3000:]))
+        with open(out, encoding="utf-8") as f:
+            return proc, json.load(f)
+
+    def has_module(self, name):
+        return subprocess.run([self.python, "-c", "import " + name],
+                              capture_output=True).returncode == 0
+
+
+def file_entry(prof, path):
+    """The profile's entry for a file (matched by real path)."""
+    want = os.path.realpath(path)
+    for name, entry in prof["files"].items():
+        if os.path.realpath(name) == want:
+            return entry
+    raise AssertionError("file %s not in profile (files: %s)" % (path, list(prof["files"])))
+
+
+def lines_by_no(prof, path):
+    return {l["lineno"]: l for l in file_entry(prof, path)["lines"]}
+
+
+def line_total(line):
+    return line["n_cpu_percent_python"] + line["n_cpu_percent_c"] + line["n_sys_percent"]
+
+
+def marked_lines(path):
+    """{marker: lineno} for comments `# @marker` in a source file."""
+    marks = {}
+    with open(path, encoding="utf-8") as f:
+        for i, text in enumerate(f, 1):
+            if "# @" in text:
+                marks[text.split("# @", 1)[1].strip()] = i
+    return marks
