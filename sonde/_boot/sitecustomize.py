@@ -1,4 +1,14 @@
-# Imported by the interpreter at start-up under `sonde run`: starts profiling
-# and removes every trace of itself (see src/ext/boot.c).
-from sonde._sonde import _boot
+# Imported by the interpreter at start-up under `sonde run` / `sonde trace`:
+# starts profiling and removes every trace of itself (see src/ext/boot.c).
+try:
+    from sonde._sonde import _boot
+except ImportError as error:
+    import os
+    import sys
+    if "SONDE_RUN_MODE" not in os.environ:
+        raise
+    sys.stderr.write("sonde: cannot load sonde's extension for %s: %s (build sonde for this "
+                     "interpreter with 'make PYTHON=%s')\n" % (sys.executable, error, sys.executable))
+    sys.stderr.flush()
+    os._exit(2)
 _boot()

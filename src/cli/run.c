@@ -41,7 +41,8 @@ int sonde_cli_run(int argc, char **argv)
         sonde_cli_error("too many options");
         return 2;
     }
-    if (sonde_launch_check(&opts, err, sizeof err) < 0) {
+    sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
+    if (sonde_launch_check(&prog, opts.outfile, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
         return 2;
     }
@@ -56,8 +57,8 @@ int sonde_cli_run(int argc, char **argv)
         sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
         return 2;
     }
-    sonde_launch_exec(sonde_cli_python(), pkg_dir, &opts, tokens, opts.n_option_tokens, err,
-                      sizeof err);
+    sonde_launch_exec(sonde_cli_python(), pkg_dir, "run", &prog, tokens, opts.n_option_tokens,
+                      err, sizeof err);
     sonde_cli_error("%s", err);
     return 127;
 }

@@ -27,6 +27,10 @@ void sonde_buf_reset(sonde_buf_t *b)
 static int buf_reserve(sonde_buf_t *b, size_t extra)
 {
     if (b->error) return b->error;
+    if (extra > SIZE_MAX - b->len - 1) {
+        b->error = -ENOMEM;
+        return b->error;
+    }
     if (b->len + extra + 1 <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra + 1) {
@@ -139,7 +143,9 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
     char text[64];
     int n = snprintf(text, sizeof text, "%.*f", digits, v);
     if (n <= 0 || (size_t)n >= sizeof text) {
-        sonde_buf_puts(b, "0");
+        /* Too large for fixed notation here: exponent form is valid JSON. */
+        snprintf(text, sizeof text, "%.17g", v);
+        sonde_buf_puts(b, text);
         return;
     }
     if (strchr(text, '.')) {

@@ -13,6 +13,7 @@
 
 #include "../cli/cli.h"
 #include "../launch/launch.h"
+#include "../trace/trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
     else
         rc = boot_unsetenv(environ, "PYTHONPATH");
     const char *ours[] = {SONDE_ENV_OPTIONS, SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM};
+                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM, SONDE_ENV_MODE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(environ, ours[i]);
     Py_DECREF(environ);
@@ -198,6 +199,7 @@ static void boot_check_syntax(const char *script)
 int sonde_boot_gil(void)
 {
     char *options = NULL, *boot_paths = NULL, *had = NULL, *orig = NULL, *program = NULL;
+    char *mode = NULL;
     char **tokens = NULL;
     int rc = -1;
     const char *env = getenv(SONDE_ENV_OPTIONS);
@@ -217,6 +219,7 @@ int sonde_boot_gil(void)
     BOOT_DUP(had, SONDE_ENV_HAD_PYPATH);
     BOOT_DUP(orig, SONDE_ENV_PYTHONPATH);
     BOOT_DUP(program, SONDE_ENV_PROGRAM);
+    BOOT_DUP(mode, SONDE_ENV_MODE);
 #undef BOOT_DUP
     if (boot_restore_environ(had, orig) < 0) goto done;
     boot_restore_sys_path(boot_paths);
@@ -243,6 +246,12 @@ int sonde_boot_gil(void)
             if (last) break;
         }
     }
+    if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
+    if (strcmp(mode, "trace") == 0) {
+        if (sonde_trace_boot_gil((int)k, tokens, program) < 0) goto done;
+        rc = chained ? 1 : 0;
+        goto done;
+    }
     sonde_run_opts_t opts;
     char err[512] = "";
     sonde_run_opts_default(&opts);
@@ -250,7 +259,6 @@ int sonde_boot_gil(void)
         PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
         goto done;
     }
-    if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
     const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
     if (sonde_session_start_gil(&opts, true, shown) < 0) goto done;
     rc = chained ? 1 : 0;
@@ -261,6 +269,7 @@ done:
     free(had);
     free(orig);
     free(program);
+    free(mode);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "ext.h"
 
 #include "../report/report.h"
+#include "../trace/trace.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -290,7 +291,8 @@ PyMODINIT_FUNC PyInit__sonde(void)
     if (!m) return NULL;
     Py_INCREF(&module_profile_type);
     if (PyModule_AddObject(m, "profile", (PyObject *)&module_profile_type) < 0 ||
-        PyModule_AddStringConstant(m, "__version__", SONDE_VERSION) < 0) {
+        PyModule_AddStringConstant(m, "__version__", SONDE_VERSION) < 0 ||
+        sonde_trace_module_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

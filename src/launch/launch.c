@@ -15,33 +15,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sonde_launch_check(const sonde_run_opts_t *opts, char *err, size_t err_len)
+int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err,
+                       size_t err_len)
 {
-    if (opts->script) {
+    if (prog->script) {
         struct stat st;
-        if (stat(opts->script, &st) != 0) {
+        if (stat(prog->script, &st) != 0) {
             int e = errno;
-            snprintf(err, err_len, "cannot run '%s': %s", opts->script, strerror(e));
+            snprintf(err, err_len, "cannot run '%s': %s", prog->script, strerror(e));
             return -e;
         }
         if (S_ISDIR(st.st_mode)) {
             char main_py[4096];
-            snprintf(main_py, sizeof main_py, "%s/__main__.py", opts->script);
+            snprintf(main_py, sizeof main_py, "%s/__main__.py", prog->script);
             if (access(main_py, R_OK) != 0) {
                 snprintf(err, err_len, "cannot run '%s': it is a directory without __main__.py",
-                         opts->script);
+                         prog->script);
                 return -EISDIR;
             }
-        } else if (access(opts->script, R_OK) != 0) {
+        } else if (access(prog->script, R_OK) != 0) {
             int e = errno;
-            snprintf(err, err_len, "cannot run '%s': %s", opts->script, strerror(e));
+            snprintf(err, err_len, "cannot run '%s': %s", prog->script, strerror(e));
             return -e;
         }
     }
-    if (opts->outfile) {
-        int rc = sonde_check_writable(opts->outfile);
+    if (outfile) {
+        int rc = sonde_check_writable(outfile);
         if (rc < 0) {
-            snprintf(err, err_len, "cannot write the report to '%s': %s", opts->outfile,
+            snprintf(err, err_len, "cannot write the report to '%s': %s", outfile,
                      strerror(-rc));
             return rc;
         }
@@ -55,9 +56,9 @@ static int launch_setenv(const char *name, const char *value)
     return setenv(name, value, 1) == 0 ? 0 : -errno;
 }
 
-int sonde_launch_exec(const char *python, const char *pkg_dir,
-                      const sonde_run_opts_t *opts, char *const *tokens,
-                      int n_tokens, char *err, size_t err_len)
+int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
+                      const sonde_program_t *prog, char *const *tokens, int n_tokens,
+                      char *err, size_t err_len)
 {
     sonde_buf_t joined = SONDE_BUF_INIT, paths = SONDE_BUF_INIT, pypath = SONDE_BUF_INIT;
     char **argv = NULL;
@@ -80,10 +81,10 @@ int sonde_launch_exec(const char *python, const char *pkg_dir,
     if (slash && slash != parent) *slash = 0;
     sonde_buf_printf(&paths, "%s/_boot:%s", pkg_dir, parent);
     char program[4200];
-    if (opts->module)
-        snprintf(program, sizeof program, "-m %s", opts->module);
+    if (prog->module)
+        snprintf(program, sizeof program, "-m %s", prog->module);
     else
-        snprintf(program, sizeof program, "%s", opts->script ? opts->script : "");
+        snprintf(program, sizeof program, "%s", prog->script ? prog->script : "");
     const char *orig = getenv("PYTHONPATH");
     sonde_buf_puts(&pypath, paths.data ? paths.data : "");
     if (orig && *orig) {
@@ -100,12 +101,13 @@ int sonde_launch_exec(const char *python, const char *pkg_dir,
         (rc = launch_setenv(SONDE_ENV_OPTIONS, joined.data ? joined.data : "")) ||
         (rc = launch_setenv(SONDE_ENV_BOOT_PATHS, paths.data)) ||
         (rc = launch_setenv(SONDE_ENV_PROGRAM, program)) ||
+        (rc = launch_setenv(SONDE_ENV_MODE, mode)) ||
         (rc = launch_setenv("PYTHONPATH", pypath.data))) {
         snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
         goto error;
     }
 
-    int n = opts->module ? opts->prog_argc + 2 : opts->prog_argc + 1;
+    int n = prog->module ? prog->argc + 2 : prog->argc + 1;
     argv = calloc((size_t)n + 1, sizeof *argv);
     if (!argv) {
         rc = -ENOMEM;
@@ -114,12 +116,12 @@ int sonde_launch_exec(const char *python, const char *pkg_dir,
     }
     int k = 0;
     argv[k++] = (char *)python;
-    if (opts->module) {
+    if (prog->module) {
         argv[k++] = "-m";
-        argv[k++] = (char *)opts->module;
-        for (int i = 1; i < opts->prog_argc; i++) argv[k++] = opts->prog_argv[i];
+        argv[k++] = (char *)prog->module;
+        for (int i = 1; i < prog->argc; i++) argv[k++] = prog->argv[i];
     } else {
-        for (int i = 0; i < opts->prog_argc; i++) argv[k++] = opts->prog_argv[i];
+        for (int i = 0; i < prog->argc; i++) argv[k++] = prog->argv[i];
     }
     argv[k] = NULL;
     fflush(NULL);

@@ -18,20 +18,33 @@
 #define SONDE_ENV_PYTHONPATH  "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
 #define SONDE_ENV_HAD_PYPATH  "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
 #define SONDE_ENV_PROGRAM     "SONDE_RUN_PROGRAM"     /* script path, or "-m module" */
+#define SONDE_ENV_MODE        "SONDE_RUN_MODE"        /* "run" or "trace" */
 #define SONDE_TOKEN_SEP '\x1f'
 
-/* Checks what can be checked before starting the program: the script
- * exists and is readable (or is a directory/zip Python can run), the
- * outfile can be written. Returns 0, or -errno with a one-line message in
- * err (no "sonde: " prefix). */
-int sonde_launch_check(const sonde_run_opts_t *opts, char *err, size_t err_len);
+/* What to run: a script or a module, and its arguments. */
+typedef struct sonde_program {
+    const char *script; /* path, or NULL */
+    const char *module; /* module name, or NULL */
+    char **argv;        /* the program's argv; argv[0] is the script or (for a
+                           module) ignored */
+    int argc;
+} sonde_program_t;
 
-/* Replaces the process with the interpreter running the program. python is
+/* Checks what can be checked before starting the program: the script
+ * exists and is readable (or is a directory with __main__.py), the
+ * outfile (if any) can be written. Returns 0, or -errno with a one-line
+ * message in err (no "sonde: " prefix). */
+int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err,
+                       size_t err_len);
+
+/* Replaces the process with the interpreter running the program under the
+ * given mode ("run" or "trace"; the boot hook dispatches on it). python is
  * the interpreter to run; pkg_dir the directory of the sonde package
- * (holding _boot/). tokens[0..n_tokens-1] are the sonde options to hand
- * over. Returns only on failure: -errno with a message in err. */
-int sonde_launch_exec(const char *python, const char *pkg_dir,
-                      const sonde_run_opts_t *opts, char *const *tokens,
-                      int n_tokens, char *err, size_t err_len);
+ * (holding _boot/). tokens[0..n_tokens-1] are the mode's option words,
+ * handed over unchanged and parsed again at boot. Returns only on failure:
+ * -errno with a message in err. */
+int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
+                      const sonde_program_t *prog, char *const *tokens, int n_tokens,
+                      char *err, size_t err_len);
 
 #endif

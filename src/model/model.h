@@ -40,7 +40,10 @@ typedef struct sonde_file_stats {
 
 typedef struct sonde_profile {
     char *program;            /* owned; what was profiled (script or module) */
-    char **argv;              /* owned; its arguments, argc entries */
+    char **argv;              /* owned; its arguments, argc entries: the
+                                 program's sys.argv, argv[0] (the script as
+                                 Python saw it) first; reports show
+                                 argv[1..] as the arguments */
     int argc;
     char *python_version;     /* owned; "3.11.7" */
     double elapsed_sec;       /* wall-clock time while profiling */

@@ -1,0 +1,323 @@
+/* model.c — building the neutral profile model (see model.h).
+ *
+ * Owns: sonde_profile_t's memory: files, their lines and functions, and
+ * the source text loaded at finish. Called by the producers (the sampler in
+ * src/ext/, the attach reader) after sampling has stopped, and read by the
+ * writers in src/report/. Nothing here runs in a signal handler or an
+ * allocator hook: it uses malloc and stdio freely.
+ *
+ * Files, lines and functions are kept sorted at every insertion (binary
+ * search, then memmove): profiles hold at most a few thousand entries and
+ * are built once, so a sorted array is simpler than a hash map and makes
+ * sonde_profile_finish's "sorted" promise hold at all times.
+ */
+#include "model.h"
+
+#include "model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL_MODULE_NAME "<module>"
+#define MODEL_INITIAL_CAP 8
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static char *model_strdup(const char *s)
+{
+    size_t len = strlen(s);
+    char *copy = malloc(len + 1);
+    if (copy) memcpy(copy, s, len + 1);
+    return copy;
+}
+
+/* Makes room for one more element in *items (capacity *cap, *n used).
+ * Returns 0 or -ENOMEM; on error *items is unchanged. */
+static int model_reserve(void **items, size_t *cap, size_t n, size_t elem_size)
+{
+    if (n < *cap) return 0;
+    size_t new_cap = *cap ? *cap * 2 : MODEL_INITIAL_CAP;
+    if (new_cap < *cap || new_cap > SIZE_MAX / elem_size) return -ENOMEM;
+    void *grown = realloc(*items, new_cap * elem_size);
+    if (!grown) return -ENOMEM;
+    *items = grown;
+    *cap = new_cap;
+    return 0;
+}
+
+/* Inserts elem at index pos of an array with room for it. */
+static void model_insert_at(void *items, size_t n, size_t pos, const void *elem, size_t elem_size)
+{
+    char *base = items;
+    memmove(base + (pos + 1) * elem_size, base + pos * elem_size, (n - pos) * elem_size);
+    memcpy(base + pos * elem_size, elem, elem_size);
+}
+
+/* ---- searches (each returns the index of the match, or of the insertion
+ * point with *found false) ------------------------------------------------- */
+
+static size_t model_find_file(const sonde_profile_t *prof, const char *path, bool *found)
+{
+    size_t lo = 0, hi = prof->n_files;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(prof->files[mid].path, path);
+        if (cmp == 0) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static size_t model_find_line(const sonde_file_stats_t *file, int lineno, bool *found)
+{
+    size_t lo = 0, hi = file->n_lines;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int at = file->lines[mid].lineno;
+        if (at == lineno) {
+            *found = true;
+            return mid;
+        }
+        if (at < lineno)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* Functions are ordered by firstlineno, then name (two lambdas may share a
+ * line). */
+static int model_func_cmp(const sonde_func_stats_t *func, int firstlineno, const char *name)
+{
+    if (func->firstlineno != firstlineno) return func->firstlineno < firstlineno ? -1 : 1;
+    return strcmp(func->name, name);
+}
+
+static size_t model_find_func(const sonde_file_stats_t *file, int firstlineno, const char *name,
+                              bool *found)
+{
+    size_t lo = 0, hi = file->n_funcs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = model_func_cmp(&file->funcs[mid], firstlineno, name);
+        if (cmp == 0) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+void sonde_profile_init(sonde_profile_t *prof)
+{
+    memset(prof, 0, sizeof *prof);
+}
+
+static void model_file_free(sonde_file_stats_t *file)
+{
+    free(file->path);
+    free(file->lines);
+    for (size_t i = 0; i < file->n_funcs; i++)
+        free(file->funcs[i].name);
+    free(file->funcs);
+    sonde__source_free(file->source, file->n_source);
+    memset(file, 0, sizeof *file);
+}
+
+static void model_run_free(sonde_profile_t *prof)
+{
+    free(prof->program);
+    prof->program = NULL;
+    for (int i = 0; i < prof->argc; i++)
+        free(prof->argv[i]);
+    free(prof->argv);
+    prof->argv = NULL;
+    prof->argc = 0;
+    free(prof->python_version);
+    prof->python_version = NULL;
+}
+
+void sonde_profile_free(sonde_profile_t *prof)
+{
+    for (size_t i = 0; i < prof->n_files; i++)
+        model_file_free(&prof->files[i]);
+    free(prof->files);
+    model_run_free(prof);
+    sonde_profile_init(prof);
+}
+
+int sonde_profile_set_run(sonde_profile_t *prof, const char *program, int argc,
+                          const char *const *argv, const char *python_version)
+{
+    char *program_copy = NULL, *version_copy = NULL;
+    char **argv_copy = NULL;
+    int copied = 0;
+
+    if (argc < 0 || (argc > 0 && !argv)) return -EINVAL;
+    if (program && !(program_copy = model_strdup(program))) goto error;
+    if (python_version && !(version_copy = model_strdup(python_version))) goto error;
+    if (argc > 0) {
+        argv_copy = calloc((size_t)argc, sizeof *argv_copy);
+        if (!argv_copy) goto error;
+        for (; copied < argc; copied++) {
+            argv_copy[copied] = model_strdup(argv[copied] ? argv[copied] : "");
+            if (!argv_copy[copied]) goto error;
+        }
+    }
+    model_run_free(prof);
+    prof->program = program_copy;
+    prof->python_version = version_copy;
+    prof->argv = argv_copy;
+    prof->argc = argc;
+    return 0;
+
+error:
+    for (int i = 0; i < copied; i++)
+        free(argv_copy[i]);
+    free(argv_copy);
+    free(version_copy);
+    free(program_copy);
+    return -ENOMEM;
+}
+
+/* ---- adding samples ----------------------------------------------------- */
+
+static void model_add_figures(sonde_ns_t *python_ns, sonde_ns_t *native_ns, sonde_ns_t *system_ns,
+                              uint64_t *samples, sonde_ns_t add_python, sonde_ns_t add_native,
+                              sonde_ns_t add_system, uint64_t add_samples)
+{
+    *python_ns += add_python;
+    *native_ns += add_native;
+    *system_ns += add_system;
+    *samples += add_samples;
+}
+
+/* Builds a new, unlinked file entry holding one line and one function.
+ * Returns 0 or -ENOMEM (nothing allocated on error). */
+static int model_file_new(sonde_file_stats_t *file, const char *path, const char *func_name,
+                          int func_firstlineno, int lineno)
+{
+    memset(file, 0, sizeof *file);
+    file->path = model_strdup(path);
+    file->lines = calloc(MODEL_INITIAL_CAP, sizeof *file->lines);
+    file->funcs = calloc(MODEL_INITIAL_CAP, sizeof *file->funcs);
+    char *name = model_strdup(func_name);
+    if (!file->path || !file->lines || !file->funcs || !name) {
+        free(name);
+        model_file_free(file);
+        return -ENOMEM;
+    }
+    file->cap_lines = file->cap_funcs = MODEL_INITIAL_CAP;
+    file->n_lines = file->n_funcs = 1;
+    file->lines[0].lineno = lineno;
+    file->funcs[0].name = name;
+    file->funcs[0].firstlineno = func_firstlineno;
+    return 0;
+}
+
+int sonde_profile_add(sonde_profile_t *prof, const char *path, const char *func_name,
+                      int func_firstlineno, int lineno, sonde_ns_t python_ns, sonde_ns_t native_ns,
+                      sonde_ns_t system_ns, uint64_t samples)
+{
+    if (!path) return -EINVAL;
+    if (!func_name) func_name = MODEL_MODULE_NAME;
+
+    bool file_found = false, line_found = false, func_found = false;
+    size_t file_at = model_find_file(prof, path, &file_found);
+    sonde_file_stats_t *file = NULL;
+    size_t line_at = 0, func_at = 0;
+    char *new_func_name = NULL;
+
+    if (!file_found) {
+        /* Reserve first so that a failure leaves the profile unchanged. */
+        if (model_reserve((void **)&prof->files, &prof->cap_files, prof->n_files,
+                          sizeof *prof->files))
+            return -ENOMEM;
+        sonde_file_stats_t fresh;
+        if (model_file_new(&fresh, path, func_name, func_firstlineno, lineno)) return -ENOMEM;
+        model_insert_at(prof->files, prof->n_files, file_at, &fresh, sizeof fresh);
+        prof->n_files++;
+        file = &prof->files[file_at];
+        line_at = func_at = 0;
+    } else {
+        file = &prof->files[file_at];
+        line_at = model_find_line(file, lineno, &line_found);
+        func_at = model_find_func(file, func_firstlineno, func_name, &func_found);
+        if (!line_found && model_reserve((void **)&file->lines, &file->cap_lines, file->n_lines,
+                                         sizeof *file->lines))
+            return -ENOMEM;
+        if (!func_found) {
+            if (model_reserve((void **)&file->funcs, &file->cap_funcs, file->n_funcs,
+                              sizeof *file->funcs))
+                return -ENOMEM;
+            if (!(new_func_name = model_strdup(func_name))) return -ENOMEM;
+        }
+        /* Nothing can fail from here on. */
+        if (!line_found) {
+            sonde_line_stats_t line = {.lineno = lineno};
+            model_insert_at(file->lines, file->n_lines, line_at, &line, sizeof line);
+            file->n_lines++;
+        }
+        if (!func_found) {
+            sonde_func_stats_t func = {.name = new_func_name, .firstlineno = func_firstlineno};
+            model_insert_at(file->funcs, file->n_funcs, func_at, &func, sizeof func);
+            file->n_funcs++;
+        }
+    }
+
+    sonde_line_stats_t *line = &file->lines[line_at];
+    model_add_figures(&line->python_ns, &line->native_ns, &line->system_ns, &line->samples,
+                      python_ns, native_ns, system_ns, samples);
+    sonde_func_stats_t *func = &file->funcs[func_at];
+    model_add_figures(&func->python_ns, &func->native_ns, &func->system_ns, &func->samples,
+                      python_ns, native_ns, system_ns, samples);
+    return 0;
+}
+
+/* ---- finishing ---------------------------------------------------------- */
+
+int sonde_profile_finish(sonde_profile_t *prof)
+{
+    prof->total_ns = 0;
+    for (size_t i = 0; i < prof->n_files; i++) {
+        sonde_file_stats_t *file = &prof->files[i];
+        file->total_ns = 0;
+        for (size_t j = 0; j < file->n_lines; j++) {
+            const sonde_line_stats_t *line = &file->lines[j];
+            file->total_ns += line->python_ns + line->native_ns + line->system_ns;
+        }
+        prof->total_ns += file->total_ns;
+
+        /* Reload, so that finishing twice is harmless. */
+        sonde__source_free(file->source, file->n_source);
+        file->source = NULL;
+        file->n_source = 0;
+        int rc = sonde__source_load(file->path, &file->source, &file->n_source);
+        if (rc == -ENOMEM) return rc;
+    }
+    return 0;
+}
+
+sonde_file_stats_t *sonde_profile_file(sonde_profile_t *prof, const char *path)
+{
+    if (!path) return NULL;
+    bool found = false;
+    size_t at = model_find_file(prof, path, &found);
+    return found ? &prof->files[at] : NULL;
+}

@@ -1,0 +1,503 @@
+/* text.c — the terminal report (sonde_report_text).
+ *
+ * Owns: the layout of the report a user sees when the program exits: a
+ * header for the run, then per file (hottest first) a table of lines —
+ * Line | one cell per titled column of sonde__columns | time bar | source —
+ * and a table of functions. Figures are percentages of the run's total
+ * time, the same numbers as the JSON report. Called by the CLI and the
+ * extension after sampling has stopped; never in a signal handler.
+ */
+#include "report_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXT_DEFAULT_THRESHOLD 1.0
+#define TEXT_DEFAULT_WIDTH 100
+#define TEXT_MIN_WIDTH 40
+#define TEXT_MAX_WIDTH 1000
+#define TEXT_GAP 2          /* spaces between columns */
+#define TEXT_CELL_MIN 6     /* "100.0%" */
+#define TEXT_LINE_MIN 4     /* "Line" */
+#define TEXT_BAR_MAX 10     /* the bar's cells: a full bar is 100% of the time */
+#define TEXT_SOURCE_MIN 30  /* columns kept for source text before the bar goes */
+#define TEXT_PATH_MIN 16    /* columns a shortened path keeps at least */
+#define TEXT_MAX_COLUMNS 16 /* bound on sonde__n_columns for local arrays */
+#define TEXT_SGR_TITLE "1"
+#define TEXT_SGR_DIM "2"
+#define TEXT_MARKER "..."
+
+#define TEXT_NO_SAMPLES                                                                            \
+    "sonde: no samples: the program ran for less than one sampling interval or "                   \
+    "outside profiled files\n"
+
+void sonde_text_opts_default(sonde_text_opts_t *opts)
+{
+    opts->cpu_percent_threshold = TEXT_DEFAULT_THRESHOLD;
+    opts->all_lines = false;
+    opts->color = false;
+    opts->width = TEXT_DEFAULT_WIDTH;
+}
+
+typedef struct text_ctx {
+    const sonde_profile_t *prof; /* borrowed */
+    sonde_buf_t *out;            /* borrowed; where lines go */
+    sonde__tline_t tl;           /* owned; the line being built */
+    int width;
+    double threshold; /* percent of total_ns */
+    bool all_lines;
+} text_ctx_t;
+
+/* Column widths of one file's tables. */
+typedef struct text_layout {
+    int line_w; /* the Line column */
+    int bar_w;  /* the time bar; 0 when the width leaves no room */
+} text_layout_t;
+
+static void text_end_line(text_ctx_t *ctx)
+{
+    sonde__tline_end(&ctx->tl, ctx->out, ctx->width);
+}
+
+static int text_cell_width(const sonde__column_t *col)
+{
+    int w = sonde__text_width(col->title);
+    return w > TEXT_CELL_MIN ? w : TEXT_CELL_MIN;
+}
+
+static int text_digits(long long v)
+{
+    int digits = v < 0 ? 2 : 1;
+    while (v >= 10 || v <= -10) {
+        v /= 10;
+        digits++;
+    }
+    return digits;
+}
+
+static text_layout_t text_layout_for(const text_ctx_t *ctx, long long max_lineno)
+{
+    text_layout_t lay;
+    int digits = text_digits(max_lineno);
+    lay.line_w = digits > TEXT_LINE_MIN ? digits : TEXT_LINE_MIN;
+    int fixed = lay.line_w + TEXT_GAP;
+    for (size_t i = 0; i < sonde__n_columns; i++)
+        if (sonde__columns[i].title) fixed += TEXT_GAP + text_cell_width(&sonde__columns[i]);
+    int room = ctx->width - fixed - TEXT_SOURCE_MIN - TEXT_GAP;
+    lay.bar_w = room < 3 ? 0 : room < TEXT_BAR_MAX ? room : TEXT_BAR_MAX;
+    return lay;
+}
+
+/* ---- cells -------------------------------------------------------------- */
+
+static void text_format_cell(const text_ctx_t *ctx, const sonde__column_t *col,
+                             const sonde__row_t *row, char *cell, size_t size)
+{
+    double v = col->value(row, ctx->prof);
+    cell[0] = 0;
+    if (!(v > 0)) return; /* zero figures stay blank, as in Scalene */
+    if (col->unit == SONDE__UNIT_PERCENT) {
+        if (v < 0.05)
+            snprintf(cell, size, "<0.1%%");
+        else
+            snprintf(cell, size, "%.1f%%", v);
+    } else {
+        snprintf(cell, size, "%.0f", v);
+    }
+}
+
+/* The row's share of the run as a stacked bar: one segment per column with
+ * a bar glyph, TEXT_BAR_MAX cells = 100%; cells go to segments by largest
+ * remainder so that they add up to the rounded total. */
+static void text_bar(text_ctx_t *ctx, const sonde__row_t *row, int bar_w)
+{
+    int cells[TEXT_MAX_COLUMNS] = {0};
+    double remainder[TEXT_MAX_COLUMNS] = {0};
+    double exact_total = 0;
+    int have = 0;
+    size_t n_columns = sonde__n_columns;
+    sonde_assert(n_columns <= TEXT_MAX_COLUMNS);
+    if (n_columns > TEXT_MAX_COLUMNS) n_columns = TEXT_MAX_COLUMNS;
+
+    for (size_t i = 0; i < n_columns; i++) {
+        const sonde__column_t *col = &sonde__columns[i];
+        if (!col->bar_glyph) continue;
+        double exact = col->value(row, ctx->prof) / 100.0 * bar_w;
+        if (!(exact > 0)) continue;
+        cells[i] = (int)floor(exact);
+        remainder[i] = exact - cells[i];
+        exact_total += exact;
+        have += cells[i];
+    }
+    int want = (int)lround(exact_total);
+    if (want > bar_w) want = bar_w;
+    while (have < want) {
+        size_t best = 0;
+        for (size_t i = 1; i < n_columns; i++)
+            if (remainder[i] > remainder[best]) best = i;
+        if (!(remainder[best] > 0)) break;
+        cells[best]++;
+        remainder[best] = -1;
+        have++;
+    }
+    for (size_t i = 0; i < n_columns; i++) {
+        if (cells[i] <= 0) continue;
+        sonde__tline_sgr(&ctx->tl, sonde__columns[i].sgr);
+        for (int c = 0; c < cells[i]; c++)
+            sonde__tline_text(&ctx->tl, sonde__columns[i].bar_glyph);
+        sonde__tline_sgr(&ctx->tl, NULL);
+    }
+}
+
+/* One table row: label in the Line column, the figures (none when row is
+ * NULL), the bar, then text. Dim rows (context, markers) are drawn faint. */
+static void text_row(text_ctx_t *ctx, const text_layout_t *lay, const char *label,
+                     const sonde__row_t *row, const char *text, bool dim)
+{
+    sonde__tline_t *tl = &ctx->tl;
+    if (dim) sonde__tline_sgr(tl, TEXT_SGR_DIM);
+    sonde__tline_right(tl, label, lay->line_w);
+    for (size_t i = 0; i < sonde__n_columns; i++) {
+        const sonde__column_t *col = &sonde__columns[i];
+        if (!col->title) continue;
+        int cell_w = text_cell_width(col);
+        sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+        char cell[32] = "";
+        if (row) text_format_cell(ctx, col, row, cell, sizeof cell);
+        if (cell[0]) {
+            sonde__tline_sgr(tl, col->sgr);
+            sonde__tline_right(tl, cell, cell_w);
+            sonde__tline_sgr(tl, NULL);
+        } else {
+            sonde__tline_pad_to(tl, tl->col + cell_w);
+        }
+    }
+    if (lay->bar_w) {
+        sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+        int bar_end = tl->col + lay->bar_w;
+        if (row) text_bar(ctx, row, lay->bar_w);
+        sonde__tline_pad_to(tl, bar_end);
+    }
+    sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+    if (text) sonde__tline_text(tl, text);
+    text_end_line(ctx);
+}
+
+static void text_heading(text_ctx_t *ctx, const text_layout_t *lay, const char *last)
+{
+    sonde__tline_t *tl = &ctx->tl;
+    sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+    sonde__tline_right(tl, "Line", lay->line_w);
+    for (size_t i = 0; i < sonde__n_columns; i++) {
+        const sonde__column_t *col = &sonde__columns[i];
+        if (!col->title) continue;
+        char sgr[32];
+        snprintf(sgr, sizeof sgr, "%s;%s", TEXT_SGR_TITLE, col->sgr ? col->sgr : "39");
+        sonde__tline_sgr(tl, sgr);
+        sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+        sonde__tline_right(tl, col->title, text_cell_width(col));
+    }
+    sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+    if (lay->bar_w) sonde__tline_pad_to(tl, tl->col + TEXT_GAP + lay->bar_w);
+    sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+    sonde__tline_text(tl, last);
+    sonde__tline_sgr(tl, NULL);
+    text_end_line(ctx);
+}
+
+/* ---- the run's header --------------------------------------------------- */
+
+/* Appends a program argument, quoted for a POSIX shell when it needs it. */
+static void text_put_arg(sonde__tline_t *tl, const char *arg)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789_@%+=:,./-";
+    if (arg[0] && strspn(arg, plain) == strlen(arg)) {
+        sonde__tline_text(tl, arg);
+        return;
+    }
+    sonde_buf_t quoted = SONDE_BUF_INIT;
+    sonde_buf_putc(&quoted, '\'');
+    for (const char *p = arg; *p; p++) {
+        if (*p == '\'')
+            sonde_buf_puts(&quoted, "'\\''");
+        else
+            sonde_buf_putc(&quoted, *p);
+    }
+    sonde_buf_putc(&quoted, '\'');
+    if (sonde_buf_error(&quoted))
+        tl->text.error = sonde_buf_error(&quoted);
+    else
+        sonde__tline_text(tl, quoted.data);
+    sonde_buf_free(&quoted);
+}
+
+static void text_header(text_ctx_t *ctx)
+{
+    const sonde_profile_t *prof = ctx->prof;
+    sonde__tline_t *tl = &ctx->tl;
+
+    sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+    sonde__tline_text(tl, "sonde " SONDE_VERSION ": ");
+    sonde__tline_text(tl, prof->program ? prof->program : "(unknown program)");
+    for (int i = 1; i < prof->argc; i++) { /* argv[0] is the program itself */
+        sonde__tline_text(tl, " ");
+        text_put_arg(tl, prof->argv[i] ? prof->argv[i] : "");
+    }
+    sonde__tline_sgr(tl, NULL);
+    text_end_line(ctx);
+
+    if (prof->python_version) sonde__tline_printf(tl, "Python %s, ", prof->python_version);
+    sonde__tline_printf(tl, "%.3f s elapsed, %llu samples", prof->elapsed_sec,
+                        (unsigned long long)prof->samples);
+    if (prof->interval_sec > 0) sonde__tline_printf(tl, " every %g ms", prof->interval_sec * 1e3);
+    sonde__tline_text(tl, prof->virtual_time ? " (CPU time only)" : " (wall clock)");
+    text_end_line(ctx);
+
+    sonde__row_t total = sonde__row_of_profile(prof);
+    sonde__tline_printf(tl, "%.3f s profiled:", (double)prof->total_ns / SONDE_NS_PER_SEC);
+    const char *sep = " ";
+    for (size_t i = 0; i < sonde__n_columns; i++) {
+        const sonde__column_t *col = &sonde__columns[i];
+        if (!col->title || col->unit != SONDE__UNIT_PERCENT) continue;
+        sonde__tline_text(tl, sep);
+        sonde__tline_sgr(tl, col->sgr);
+        sonde__tline_printf(tl, "%s %.1f%%", col->title, col->value(&total, prof));
+        sonde__tline_sgr(tl, NULL);
+        sep = ", ";
+    }
+    text_end_line(ctx);
+    if (prof->unattributed_ns) {
+        sonde__tline_printf(
+            tl, "%.1f%% of the sampled time was outside profiled files (not shown)",
+            sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns));
+        text_end_line(ctx);
+    }
+}
+
+/* ---- one file ----------------------------------------------------------- */
+
+static const char *text_source_at(const sonde_file_stats_t *file, int lineno)
+{
+    if (!file->source || lineno < 1 || (size_t)lineno > file->n_source) return NULL;
+    return file->source[lineno - 1];
+}
+
+static bool text_line_hot(const text_ctx_t *ctx, const sonde_line_stats_t *line)
+{
+    sonde__row_t row = sonde__row_of_line(line);
+    return sonde__row_share(&row, ctx->prof) >= ctx->threshold;
+}
+
+static void text_file_header(text_ctx_t *ctx, const sonde_file_stats_t *file)
+{
+    sonde__tline_t *tl = &ctx->tl;
+    char rest[128];
+    snprintf(rest, sizeof rest, ": %.1f%% of time (%.3f s)%s",
+             sonde__percent(file->total_ns, ctx->prof->total_ns),
+             (double)file->total_ns / SONDE_NS_PER_SEC,
+             file->source ? "" : "; source not available");
+    /* Keep the end of a long path: the file name matters most. */
+    int room = ctx->width - sonde__text_width(rest);
+    if (room < TEXT_PATH_MIN) room = TEXT_PATH_MIN;
+    const char *path = file->path;
+    sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+    if (sonde__text_width(path) > room) {
+        sonde__tline_text(tl, "\xe2\x80\xa6"); /* … */
+        path = sonde__text_tail(path, room - 1);
+    }
+    sonde__tline_text(tl, path);
+    sonde__tline_sgr(tl, NULL);
+    sonde__tline_text(tl, rest);
+    text_end_line(ctx);
+}
+
+static int text_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The line numbers a file's table shows, sorted and unique. */
+static int text_pick_lines(const text_ctx_t *ctx, const sonde_file_stats_t *file, int **shown_out,
+                           size_t *n_out)
+{
+    size_t n_source = file->source ? file->n_source : 0;
+    size_t cap = (ctx->all_lines ? n_source + file->n_lines : 3 * file->n_lines) + 1;
+    int *shown = malloc(cap * sizeof *shown);
+    size_t n = 0;
+    *shown_out = NULL;
+    *n_out = 0;
+    if (!shown) return -ENOMEM;
+
+    if (ctx->all_lines) {
+        for (size_t l = 1; l <= n_source; l++)
+            shown[n++] = (int)l;
+        for (size_t i = 0; i < file->n_lines; i++)
+            shown[n++] = file->lines[i].lineno;
+    } else {
+        for (size_t i = 0; i < file->n_lines; i++) {
+            const sonde_line_stats_t *line = &file->lines[i];
+            if (!text_line_hot(ctx, line)) continue;
+            int l = line->lineno;
+            /* Context lines: a source line, or a line with samples. */
+            if (l > 1 &&
+                ((size_t)(l - 1) <= n_source || (i > 0 && file->lines[i - 1].lineno == l - 1)))
+                shown[n++] = l - 1;
+            shown[n++] = l;
+            if (l >= 0 && l < INT_MAX &&
+                ((size_t)l + 1 <= n_source ||
+                 (i + 1 < file->n_lines && file->lines[i + 1].lineno == l + 1)))
+                shown[n++] = l + 1;
+        }
+    }
+    qsort(shown, n, sizeof *shown, text_cmp_int);
+    size_t unique = 0;
+    for (size_t i = 0; i < n; i++)
+        if (unique == 0 || shown[unique - 1] != shown[i]) shown[unique++] = shown[i];
+    *shown_out = shown;
+    *n_out = unique;
+    return 0;
+}
+
+static int text_file_lines(text_ctx_t *ctx, const sonde_file_stats_t *file,
+                           const text_layout_t *lay, long long last_line)
+{
+    int *shown = NULL;
+    size_t n_shown = 0;
+    int rc = text_pick_lines(ctx, file, &shown, &n_shown);
+    if (rc) return rc;
+
+    text_heading(ctx, lay, "source");
+    long long prev = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < n_shown; i++) {
+        int l = shown[i];
+        if (l >= 1 && l > prev + 1) text_row(ctx, lay, TEXT_MARKER, NULL, NULL, true);
+        while (j < file->n_lines && file->lines[j].lineno < l)
+            j++;
+        const sonde_line_stats_t *stats =
+            j < file->n_lines && file->lines[j].lineno == l ? &file->lines[j] : NULL;
+        char label[16];
+        snprintf(label, sizeof label, "%d", l);
+        if (stats && (ctx->all_lines || text_line_hot(ctx, stats))) {
+            sonde__row_t row = sonde__row_of_line(stats);
+            text_row(ctx, lay, label, &row, text_source_at(file, l), false);
+        } else {
+            text_row(ctx, lay, label, NULL, text_source_at(file, l), !ctx->all_lines);
+        }
+        if (l > prev) prev = l;
+    }
+    if (n_shown && prev < last_line) text_row(ctx, lay, TEXT_MARKER, NULL, NULL, true);
+    if (!n_shown) {
+        char note[96];
+        snprintf(note, sizeof note, "(no line reaches %.1f%% of the time)", ctx->threshold);
+        text_row(ctx, lay, "", NULL, note, true);
+    }
+    free(shown);
+    return 0;
+}
+
+static void text_file_funcs(text_ctx_t *ctx, const sonde_file_stats_t *file,
+                            const text_layout_t *lay)
+{
+    bool any = false;
+    for (size_t i = 0; i < file->n_funcs; i++) {
+        const sonde_func_stats_t *func = &file->funcs[i];
+        sonde__row_t row = sonde__row_of_func(func);
+        if (!ctx->all_lines && sonde__row_share(&row, ctx->prof) < ctx->threshold) continue;
+        if (!any) {
+            text_end_line(ctx);
+            text_heading(ctx, lay, "function");
+            any = true;
+        }
+        char label[16];
+        snprintf(label, sizeof label, "%d", func->firstlineno);
+        text_row(ctx, lay, label, &row, func->name, false);
+    }
+}
+
+static int text_file(text_ctx_t *ctx, const sonde_file_stats_t *file)
+{
+    long long last_line = file->source ? (long long)file->n_source : 0;
+    if (file->n_lines && file->lines[file->n_lines - 1].lineno > last_line)
+        last_line = file->lines[file->n_lines - 1].lineno;
+    long long max_label = last_line;
+    for (size_t i = 0; i < file->n_funcs; i++)
+        if (file->funcs[i].firstlineno > max_label) max_label = file->funcs[i].firstlineno;
+    if (file->n_lines && file->lines[0].lineno < 0 &&
+        text_digits(file->lines[0].lineno) > text_digits(max_label))
+        max_label = file->lines[0].lineno;
+    text_layout_t lay = text_layout_for(ctx, max_label);
+
+    text_end_line(ctx);
+    text_file_header(ctx, file);
+    int rc = text_file_lines(ctx, file, &lay, last_line);
+    if (rc) return rc;
+    text_file_funcs(ctx, file, &lay);
+    return 0;
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts, sonde_buf_t *out)
+{
+    sonde_text_opts_t defaults;
+    size_t *order = NULL;
+    int rc = 0;
+
+    sonde_text_opts_default(&defaults);
+    if (!opts) opts = &defaults;
+    if (prof->total_ns == 0) {
+        sonde_buf_puts(out, TEXT_NO_SAMPLES);
+        return sonde_buf_error(out);
+    }
+
+    text_ctx_t ctx = {
+        .prof = prof,
+        .out = out,
+        .width = opts->width < TEXT_MIN_WIDTH   ? TEXT_MIN_WIDTH
+                 : opts->width > TEXT_MAX_WIDTH ? TEXT_MAX_WIDTH
+                                                : opts->width,
+        .threshold = isfinite(opts->cpu_percent_threshold) && opts->cpu_percent_threshold > 0
+                         ? opts->cpu_percent_threshold
+                         : 0,
+        .all_lines = opts->all_lines,
+    };
+    sonde__tline_init(&ctx.tl, opts->color);
+
+    rc = sonde__files_by_time(prof, &order);
+    if (rc) goto error;
+    text_header(&ctx);
+    size_t hidden = 0;
+    sonde_ns_t hidden_ns = 0;
+    for (size_t i = 0; i < prof->n_files; i++) {
+        const sonde_file_stats_t *file = &prof->files[order[i]];
+        if (!ctx.all_lines && sonde__percent(file->total_ns, prof->total_ns) < ctx.threshold) {
+            hidden++;
+            hidden_ns += file->total_ns;
+            continue;
+        }
+        rc = text_file(&ctx, file);
+        if (rc) goto error;
+    }
+    if (hidden) {
+        text_end_line(&ctx);
+        sonde__tline_sgr(&ctx.tl, TEXT_SGR_DIM);
+        sonde__tline_printf(
+            &ctx.tl, "%zu more file%s below %.1f%% of the time (%.1f%% in all) not shown", hidden,
+            hidden == 1 ? "" : "s", ctx.threshold, sonde__percent(hidden_ns, prof->total_ns));
+        sonde__tline_sgr(&ctx.tl, NULL);
+        text_end_line(&ctx);
+    }
+    rc = sonde__tline_error(&ctx.tl);
+    if (!rc) rc = sonde_buf_error(out);
+
+error:
+    free(order);
+    sonde__tline_free(&ctx.tl);
+    return rc;
+}

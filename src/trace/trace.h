@@ -1,0 +1,25 @@
+/* trace.h — `sonde trace`: deterministic function profiling (cProfile's
+ * interface, pstats files), inside the interpreter.
+ *
+ * Owns: the interface between the extension module's shared parts
+ * (module.c, boot.c) and the tracer. GIL held in both calls.
+ */
+#ifndef SONDE_TRACE_H
+#define SONDE_TRACE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Adds the tracer's API to the sonde._sonde module (Profile, run, runctx,
+ * ...). Returns 0 or -1 with an exception. */
+int sonde_trace_module_init(PyObject *module);
+
+/* Boot of `sonde trace` (called from the sitecustomize hook, before the
+ * program's first line, after the environment was restored):
+ * tokens[0..n_tokens-1] are the option words the CLI accepted (parse them
+ * again), program is the script path or "-m module". Starts tracing and
+ * arranges for the report/file at exit. Returns 0 or -1 with an exception
+ * (the boot then prints it as one line and exits 2). */
+int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program);
+
+#endif
