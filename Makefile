@@ -55,7 +55,7 @@ PY_FILES  := $(BUILD)/lib/sonde/__init__.py $(BUILD)/lib/sonde/__main__.py \
 VIEWER    := $(wildcard viewer/*)
 
 .PHONY: all demo test unit bench format clean
-all: $(SONDE_BIN) $(EXT_MOD) $(PY_FILES) $(UNIT_BINS) $(BUILD)/python
+all: $(SONDE_BIN) $(EXT_MOD) $(PY_FILES) $(UNIT_BINS) $(BUILD)/tests/pyread_dump $(BUILD)/python
 
 $(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
 
@@ -85,6 +85,11 @@ $(BUILD)/lib/sonde/%.py: sonde/%.py
 	cp $< $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+
+# A test tool: prints every thread's Python stack of a live process.
+$(BUILD)/tests/pyread_dump: tests/pyread/pyread_dump.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 

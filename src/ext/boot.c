@@ -170,7 +170,7 @@ static void boot_check_syntax(const char *script)
     }
     PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
     PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-    PyObject *code = compile ? PyObject_CallFunction(compile, "Osssi", data, script, "exec", 0, 1)
+    PyObject *code = compile ? PyObject_CallFunction(compile, "Ossii", data, script, "exec", 0, 1)
                              : NULL;
     Py_DECREF(data);
     if (code) {

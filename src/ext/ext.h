@@ -47,6 +47,7 @@ typedef struct sonde_line_acc { /* accumulated time of one (code, line) */
     uint64_t key;               /* code_id << 32 | lineno; 0 = empty slot */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
+    uint32_t calls_native, calls_python; /* checked call instructions */
 } sonde_line_acc_t;
 
 struct sonde_sampler_thread; /* private to sampler.c */

@@ -281,9 +281,9 @@ static void module_find_pkg_dir(void)
     }
 }
 
-PyMODINIT_FUNC PyInit__sonde(void);
+SONDE_EXPORT PyMODINIT_FUNC PyInit__sonde(void);
 
-PyMODINIT_FUNC PyInit__sonde(void)
+SONDE_EXPORT PyMODINIT_FUNC PyInit__sonde(void)
 {
     module_find_pkg_dir();
     if (PyType_Ready(&module_profile_type) < 0) return NULL;

@@ -30,10 +30,11 @@ typedef struct sonde_sampler_thread {
     uint64_t tstate;
     pid_t tid;
     bool seen;                 /* present in the latest tick */
-    sonde_ns_t last_cpu_ns;
+    sonde_ns_t last_cpu_ns;    /* on CPU since the thread started */
+    sonde_ns_t last_runq_ns;   /* runnable but preempted, since it started */
     sonde_thread_wait_t last_wait;
     uint64_t last_key;         /* where its last time went; 0 = unattributed */
-    sonde_prim_waitfd_t waitfd;
+    sonde_prim_thread_t os;    /* the kernel's view of the thread */
 } sonde_sampler_thread_t;
 
 /* ---- accumulation ------------------------------------------------------- */
@@ -136,7 +137,7 @@ static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t
     t->tstate = tstate;
     t->tid = tid;
     t->last_wait = SONDE_WAIT_RUNNING;
-    t->waitfd.fd = -1;
+    sonde_prim_thread_init(&t->os, tid);
     *is_new = true;
     return t;
 }
@@ -147,7 +148,7 @@ static void sampler_threads_sweep(sonde_sampler_t *s)
     for (size_t i = 0; i < s->n_threads; i++) {
         sonde_sampler_thread_t *t = &s->threads[i];
         if (!t->seen) {
-            sonde_prim_waitfd_close(&t->waitfd);
+            sonde_prim_thread_close(&t->os);
             continue;
         }
         t->seen = false;
@@ -156,25 +157,92 @@ static void sampler_threads_sweep(sonde_sampler_t *s)
     s->n_threads = k;
 }
 
-/* Walks a thread's stack: *in_native is whether the innermost frame is in a
- * call; returns the key of the nearest profiled line, 0 if none. */
-static uint64_t sampler_locate(sonde_sampler_t *s, uint64_t tstate, bool *in_native)
+/* Reads the innermost frame of a thread: its address and what it is
+ * executing. Returns 1, 0 if the thread has no frame, or -errno. */
+static int sampler_innermost(sonde_sampler_t *s, uint64_t tstate, uint64_t *addr,
+                             sonde_pyframe_t *frame, sonde_pyframe_iter_t *it)
+{
+    if (sonde_pyframe_iter_begin(&s->proc, tstate, it) < 0) return -EFAULT;
+    *addr = it->next_frame;
+    return sonde_pyframe_iter_next(it, frame);
+}
+
+/* Whether a thread whose innermost frame sits on a call instruction is
+ * really inside native code, or only passing through the call of a Python
+ * function (whose frame is being set up or torn down, well under a
+ * microsecond). Look again until the thread has run for
+ * SAMPLER_NATIVE_PROOF_NS of CPU time: if its innermost frame is still on
+ * the same call, it is in native code; any change means it is running
+ * Python. A thread that does not run meanwhile (preempted) gives no
+ * answer within the budget. Returns 1 native, 0 Python, -1 no answer. */
+#define SAMPLER_NATIVE_PROOF_NS  3000  /* target CPU time stuck on the call */
+#define SAMPLER_NATIVE_BUDGET_NS 50000 /* wall time spent looking, at most */
+
+static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
+                                 uint64_t addr, const sonde_pyframe_t *first)
+{
+    sonde_ns_t cpu0 = 0, cpu = 0;
+    sonde_ns_t start = sonde_prim_monotonic_ns();
+    if (sonde_prim_thread_cpu_ns(tid, &cpu0) < 0) return -1;
+    for (;;) {
+        sonde_pyframe_iter_t it;
+        sonde_pyframe_t again;
+        uint64_t again_addr = 0;
+        if (sampler_innermost(s, tstate, &again_addr, &again, &it) != 1) return 0;
+        if (again_addr != addr || again.code_id != first->code_id ||
+            again.lineno != first->lineno || !again.in_call)
+            return 0;
+        if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
+        if (cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
+        if (sonde_prim_monotonic_ns() - start >= SAMPLER_NATIVE_BUDGET_NS) return -1;
+    }
+}
+
+/* The share of a tick's running time at a call instruction of line `key`
+ * that is native. An answer (1 native, 0 Python) decides and is
+ * remembered; with no answer (the thread was not running while we
+ * looked), the line's earlier answers decide, by Laplace's rule. */
+static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int answer)
+{
+    sonde_line_acc_t *acc = key ? sampler_line(s, key) : NULL;
+    if (answer >= 0) {
+        if (acc) {
+            if (answer) acc->calls_native++;
+            else acc->calls_python++;
+        }
+        return answer;
+    }
+    if (!acc) return 0.5;
+    return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 2.0);
+}
+
+/* Walks a thread's stack: *native_share is the share of its running time
+ * to count as native code called from its innermost frame (running: the
+ * thread is on CPU now, so a call can be checked); returns the key of the
+ * nearest profiled line, 0 if none. */
+static uint64_t sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
+                               double *native_share)
 {
     sonde_pyframe_iter_t it;
     sonde_pyframe_t frame;
-    *in_native = false;
-    if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return 0;
-    bool innermost = true;
-    int rc;
-    while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
-        if (innermost) {
-            *in_native = frame.in_call;
-            innermost = false;
+    uint64_t innermost_addr = 0;
+    *native_share = 0;
+    int rc = sampler_innermost(s, tstate, &innermost_addr, &frame, &it);
+    if (rc != 1) return 0;
+    sonde_pyframe_t innermost = frame;
+    uint64_t key = 0;
+    do {
+        if (frame.lineno > 0 && sampler_code_wanted(s, frame.code_id)) {
+            key = ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
+            break;
         }
-        if (frame.lineno > 0 && sampler_code_wanted(s, frame.code_id))
-            return ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
+    } while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1);
+    if (innermost.in_call) {
+        int answer = running ? sampler_still_in_call(s, tstate, tid, innermost_addr, &innermost)
+                             : 1; /* blocked inside the call: native */
+        *native_share = sampler_call_native_share(s, key, answer);
     }
-    return 0;
+    return key;
 }
 
 /* One thread's share of a tick. */
@@ -186,39 +254,48 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_sampler_thread_t *t = sampler_thread_entry(s, pt->tstate, pt->native_tid, &is_new);
     if (!t) return;
     t->seen = true;
-    sonde_ns_t cpu_ns = 0;
-    if (sonde_prim_thread_cpu_ns(t->tid, &cpu_ns) < 0) return;
-    if (is_new) {
-        /* Threads present at the first tick start from their current CPU
-         * time; a thread born since the previous tick used all of its CPU
-         * time within this tick. */
-        t->last_cpu_ns = s->first_tick ? cpu_ns : 0;
+    sonde_ns_t cpu_ns = 0, runq_ns = 0;
+    if (sonde_prim_thread_times(&t->os, &cpu_ns, &runq_ns) < 0) return;
+    if (is_new && s->first_tick) {
+        /* Threads present at the first tick start from where they are. */
+        t->last_cpu_ns = cpu_ns;
+        t->last_runq_ns = runq_ns;
     }
+    /* (A thread born since the previous tick starts from zero: all of its
+     * time falls within this tick.) */
     sonde_ns_t cpu_delta = cpu_ns > t->last_cpu_ns ? cpu_ns - t->last_cpu_ns : 0;
+    sonde_ns_t runq_delta = runq_ns > t->last_runq_ns ? runq_ns - t->last_runq_ns : 0;
     t->last_cpu_ns = cpu_ns;
+    t->last_runq_ns = runq_ns;
     if (s->first_tick) return;
     if (cpu_delta > wall_ns) cpu_delta = wall_ns;
-    sonde_ns_t off_ns = wall_ns - cpu_delta;
+    if (runq_delta > wall_ns - cpu_delta) runq_delta = wall_ns - cpu_delta;
+    sonde_ns_t blocked_ns = wall_ns - cpu_delta - runq_delta;
 
-    /* A thread that used no CPU at all is still where it was blocked. */
-    if (cpu_delta == 0 && !is_new) {
+    /* A thread that neither ran nor became runnable is still where it was
+     * blocked: charge the same place without reading its stack. */
+    if (cpu_delta == 0 && runq_delta == 0 && !is_new) {
         if (t->last_wait == SONDE_WAIT_THREAD) return;
         if (t->last_wait == SONDE_WAIT_SYSTEM) {
-            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, off_ns);
+            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, blocked_ns);
             return;
         }
     }
 
-    bool in_native = false;
-    uint64_t key = sampler_locate(s, pt->tstate, &in_native);
     sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
-    if (off_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->waitfd, t->tid);
+    if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
+    double native_share = 0;
+    uint64_t key = sampler_locate(s, pt->tstate, t->tid, wait == SONDE_WAIT_RUNNING, &native_share);
     t->last_wait = wait;
     t->last_key = key;
 
-    sonde_ns_t python_ns = in_native ? 0 : cpu_delta;
-    sonde_ns_t native_ns = in_native ? cpu_delta : 0;
-    sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? off_ns : 0;
+    /* Wall-clock mode charges the time the thread was ready to run but
+     * preempted like the time it ran: both are the line's wall time. */
+    sonde_ns_t run_ns = cpu_delta + (s->virtual_time ? 0 : runq_delta);
+    sonde_ns_t native_ns = (sonde_ns_t)((double)run_ns * native_share + 0.5);
+    if (native_ns > run_ns) native_ns = run_ns;
+    sonde_ns_t python_ns = run_ns - native_ns;
+    sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
     if (python_ns + native_ns + system_ns == 0) return;
     sampler_charge(s, key, python_ns, native_ns, system_ns);
 }
@@ -378,7 +455,7 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
 
 void sonde_sampler_free(sonde_sampler_t *s)
 {
-    for (size_t i = 0; i < s->n_threads; i++) sonde_prim_waitfd_close(&s->threads[i].waitfd);
+    for (size_t i = 0; i < s->n_threads; i++) sonde_prim_thread_close(&s->threads[i].os);
     free(s->threads);
     free(s->lines);
     free(s->code_wanted);

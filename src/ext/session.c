@@ -75,27 +75,9 @@ static int session_report(sonde_session_t *s, const char **what)
 
     sonde_profile_init(&prof);
     *what = "build the report";
-    prof.program = strdup(s->program ? s->program : "");
-    prof.python_version = strdup(s->python_version);
-    if (!prof.program || !prof.python_version) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    if (s->argc > 0) {
-        prof.argv = calloc((size_t)s->argc, sizeof *prof.argv);
-        if (!prof.argv) {
-            rc = -ENOMEM;
-            goto done;
-        }
-        for (int i = 0; i < s->argc; i++) {
-            prof.argv[i] = strdup(s->argv[i]);
-            if (!prof.argv[i]) {
-                rc = -ENOMEM;
-                goto done;
-            }
-            prof.argc = i + 1;
-        }
-    }
+    rc = sonde_profile_set_run(&prof, s->program ? s->program : "", s->argc,
+                               (const char *const *)s->argv, s->python_version);
+    if (rc < 0) goto done;
     if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
     if (s->opts.json) {

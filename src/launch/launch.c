@@ -73,13 +73,9 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
         if (i) sonde_buf_putc(&joined, SONDE_TOKEN_SEP);
         sonde_buf_puts(&joined, tokens[i]);
     }
-    /* The _boot directory (holding sitecustomize.py) and the directory that
-     * holds the package, so the hook can import it. */
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", pkg_dir);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) *slash = 0;
-    sonde_buf_printf(&paths, "%s/_boot:%s", pkg_dir, parent);
+    /* Only the _boot directory (holding sitecustomize.py) goes on the path;
+     * the hook finds the package next to itself. */
+    sonde_buf_printf(&paths, "%s/_boot", pkg_dir);
     char program[4200];
     if (prog->module)
         snprintf(program, sizeof program, "-m %s", prog->module);

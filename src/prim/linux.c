@@ -50,23 +50,62 @@ int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns)
 
 pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
-sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_waitfd_t *w, pid_t tid)
+void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid)
 {
-    if (w->fd >= 0 && w->tid != tid) sonde_prim_waitfd_close(w);
-    if (w->fd < 0) {
+    t->tid = tid;
+    t->sched_fd = -1;
+    t->syscall_fd = -1;
+    t->no_schedstat = false;
+}
+
+/* Reads /proc/self/task/TID/<name> through a kept-open descriptor.
+ * Returns the length read (NUL-terminated) or -errno. */
+static ssize_t linux_task_read(pid_t tid, const char *name, int *fd, char *buf, size_t len)
+{
+    if (*fd < 0) {
         char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-        w->fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (w->fd < 0) return SONDE_WAIT_UNKNOWN;
-        w->tid = tid;
+        snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+        *fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (*fd < 0) return -errno;
     }
-    char text[256];
-    ssize_t n = pread(w->fd, text, sizeof text - 1, 0);
+    ssize_t n = pread(*fd, buf, len - 1, 0);
     if (n <= 0) {
-        sonde_prim_waitfd_close(w);
-        return SONDE_WAIT_UNKNOWN;
+        int e = n < 0 ? errno : ESRCH;
+        close(*fd);
+        *fd = -1;
+        return -e;
     }
-    text[n] = 0;
+    buf[n] = 0;
+    return n;
+}
+
+int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns)
+{
+    if (t->tid <= 0) return -EINVAL;
+    /* CPU time from the thread's clock: exact even while it runs (the
+     * kernel's schedstat counters only move at scheduler events). */
+    int rc = sonde_prim_thread_cpu_ns(t->tid, cpu_ns);
+    if (rc < 0) return rc;
+    *runq_ns = 0;
+    if (t->no_schedstat) return 0;
+    /* "<ns on cpu> <ns waiting on a run queue> <timeslices>" */
+    char text[128];
+    ssize_t n = linux_task_read(t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    if (n > 0) {
+        char *end = NULL;
+        strtoull(text, &end, 10);
+        *runq_ns = end ? strtoull(end, NULL, 10) : 0;
+    } else if (n == -ENOENT && access("/proc/self/schedstat", R_OK) != 0) {
+        t->no_schedstat = true;
+    }
+    return 0;
+}
+
+sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
+{
+    char text[256];
+    if (linux_task_read(t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+        return SONDE_WAIT_UNKNOWN;
     if (strncmp(text, "running", 7) == 0) return SONDE_WAIT_RUNNING;
     char *end = NULL;
     long nr = strtol(text, &end, 10);
@@ -81,11 +120,11 @@ sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_waitfd_t *w, pid_t tid)
     return SONDE_WAIT_SYSTEM;
 }
 
-void sonde_prim_waitfd_close(sonde_prim_waitfd_t *w)
+void sonde_prim_thread_close(sonde_prim_thread_t *t)
 {
-    if (w->fd >= 0) close(w->fd);
-    w->fd = -1;
-    w->tid = 0;
+    if (t->sched_fd >= 0) close(t->sched_fd);
+    if (t->syscall_fd >= 0) close(t->syscall_fd);
+    t->sched_fd = t->syscall_fd = -1;
 }
 
 int sonde_prim_self_exe(char *buf, size_t len)

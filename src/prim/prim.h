@@ -33,17 +33,24 @@ typedef enum sonde_thread_wait {
     SONDE_WAIT_UNKNOWN,
 } sonde_thread_wait_t;
 
-/* Per-thread handle for sonde_prim_thread_wait; keeps a file open. */
-typedef struct sonde_prim_waitfd {
+/* Per-thread handle for the two readings below; keeps files of
+ * /proc/self/task/TID open between calls. */
+typedef struct sonde_prim_thread {
     pid_t tid;
-    int fd; /* /proc/self/task/TID/syscall, -1 = not open */
-} sonde_prim_waitfd_t;
+    int sched_fd;   /* schedstat, -1 = not open */
+    int syscall_fd; /* syscall, -1 = not open */
+    bool no_schedstat; /* the kernel has no schedstat: CPU clock only */
+} sonde_prim_thread_t;
 
-#define SONDE_PRIM_WAITFD_INIT {0, -1}
-/* Classifies what thread tid is blocked in right now. Opens (and keeps
- * open in *w) the thread's syscall file on first use. */
-sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_waitfd_t *w, pid_t tid);
-void sonde_prim_waitfd_close(sonde_prim_waitfd_t *w);
+/* Prepares a handle for thread tid (opens nothing yet). */
+void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid);
+/* Time the thread has spent on CPU and waiting on a run queue (runnable
+ * but preempted) since it started, in ns. *runq_ns is 0 when the kernel
+ * does not keep the figure. Returns 0 or -errno (-ESRCH: thread gone). */
+int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns);
+/* Classifies what the thread is blocked in right now. */
+sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t);
+void sonde_prim_thread_close(sonde_prim_thread_t *t);
 
 /* Absolute path of the running executable into buf. Returns 0 or -errno. */
 int sonde_prim_self_exe(char *buf, size_t len);

@@ -18,24 +18,27 @@
 #include <sys/types.h>
 
 /* Named bounds on hostile input. */
-#define SONDE_PY_MAX_THREADS      4096  /* thread states walked per sample */
-#define SONDE_PY_MAX_DEPTH        1024  /* frames walked per thread */
-#define SONDE_PY_MAX_STRING       4096  /* bytes of a file or function name */
-#define SONDE_PY_MAX_LINETABLE  (1 << 20) /* bytes of a line table */
-#define SONDE_PY_MAX_CODE       (1 << 22) /* bytes of bytecode */
+#define SONDE_PY_MAX_THREADS 4096        /* thread states walked per sample */
+#define SONDE_PY_MAX_DEPTH 1024          /* frames walked per thread */
+#define SONDE_PY_MAX_STRING 4096         /* bytes of a file or function name */
+#define SONDE_PY_MAX_LINETABLE (1 << 20) /* bytes of a line table */
+#define SONDE_PY_MAX_CODE (1 << 22)      /* bytes of bytecode */
 
 /* ---- memory source ------------------------------------------------------ */
 
 /* A memory source: this process (pid 0) or another one. */
 typedef struct sonde_mem {
-    pid_t pid;        /* target pid; getpid() for self */
-    int mem_fd;       /* /proc/PID/mem fallback, -1 until needed */
-    bool use_procmem; /* process_vm_readv refused (seccomp): use mem_fd */
-    uint64_t reads;   /* statistics: successful reads */
-    uint64_t faults;  /* statistics: failed reads */
+    pid_t pid;                /* target pid; getpid() for self */
+    int mem_fd;               /* /proc/PID/mem fallback, -1 until needed */
+    bool use_procmem;         /* process_vm_readv refused (seccomp): use mem_fd */
+    bool self;                /* reads this process: follows it across fork() */
+    unsigned fork_generation; /* forks seen by this source (self only) */
+    uint64_t reads;           /* statistics: successful reads */
+    uint64_t faults;          /* statistics: failed reads */
 } sonde_mem_t;
 
-/* Opens a memory source. pid 0 means this process. Returns 0 or -errno. */
+/* Opens a memory source. pid 0 means this process (in a child after
+ * fork(), the child's own memory). Returns 0 or -errno. */
 int sonde_mem_open(sonde_mem_t *mem, pid_t pid);
 /* Reads exactly len bytes at addr. Returns 0, or -EFAULT for an unmapped or
  * partially mapped range, -ESRCH if the process is gone, -EPERM/-EACCES if
@@ -90,18 +93,26 @@ typedef struct sonde_pyproc {
     sonde_mem_t mem;
     const sonde_pyoffsets_t *off; /* borrowed, static tables */
     int version_major, version_minor, version_micro;
-    uint64_t runtime_addr;   /* &_PyRuntime in the target */
-    uint64_t interp_addr;    /* main interpreter (PyInterpreterState *) */
-    uint64_t code_type_addr; /* &PyCode_Type in the target, 0 = unchecked */
+    uint64_t runtime_addr;            /* &_PyRuntime in the target */
+    uint64_t interp_addr;             /* main interpreter (PyInterpreterState *) */
+    uint64_t code_type_addr;          /* &PyCode_Type in the target, 0 = unchecked */
     struct sonde_pycode_cache *codes; /* owned */
-    uint64_t sample_errors;  /* statistics: samples ended by a bad read */
+    uint64_t sample_errors;           /* statistics: samples ended by a bad read */
+    uint64_t gil_addr;                /* 3.12+: the main interpreter's struct
+                                         _gil_runtime_state, 0 until first read */
+    int32_t pthread_tid_offset;       /* <=3.10: offset of the kernel tid inside
+                                         glibc's struct pthread (found in this
+                                         process at open), -1 when unknown */
 } sonde_pyproc_t;
 
 /* Prepares to read this process. version is PY_VERSION_HEX; runtime_addr is
  * &_PyRuntime (dlsym), code_type_addr is &PyCode_Type. Returns 0 or -errno
- * (-ENOTSUP when the version has no layout). */
-int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex,
-                           uint64_t runtime_addr, uint64_t code_type_addr);
+ * (-ENOTSUP when the version has no layout, or when the runtime in memory
+ * does not fit it: 3.13+ _Py_DebugOffsets, or the first thread state not
+ * pointing back at the main interpreter). For CPython <= 3.10 this starts
+ * and joins one short-lived thread (see tid.c). */
+int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex, uint64_t runtime_addr,
+                           uint64_t code_type_addr);
 /* Prepares to read another process: finds libpython or the executable in
  * /proc/PID/maps, locates _PyRuntime through the ELF symbol tables
  * (.dynsym, .symtab, or the .PyRuntime section of a stripped binary),
@@ -113,29 +124,36 @@ int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid);
 void sonde_pyproc_close(sonde_pyproc_t *proc);
 
 /* Lists the thread states of the main interpreter (at most max, in list
- * order). Returns the count or -errno. */
-int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads,
-                         int max);
+ * order). Returns the count or -errno; a thread state found freed or
+ * foreign during the walk ends the list early (counted in sample_errors).
+ * 0 while the interpreter is not initialised yet. */
+int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max);
 
 /* Frame iteration, innermost frame first. Frames owned by the C stack (the
- * 3.12+ entry shims) are skipped.
+ * 3.12+ entry shims) are skipped. Every walk starts with
+ * sonde_pyframe_iter_begin (the code cache compares a code object's header
+ * once per walk, however many of its frames the walk meets).
  *   sonde_pyframe_iter_begin: 0, or -errno if the thread state is unreadable
- *   sonde_pyframe_iter_next:  1 with *frame filled, 0 at the end of the stack,
+ *   sonde_pyframe_iter_next:  1 with *frame filled, 0 at the end of the stack
+ *                             (also when the walk was cut at SONDE_PY_MAX_DEPTH
+ *                             or at a cycle: it->truncated is then set),
  *                             -errno when a read failed (the caller ends the
  *                             sample; the iterator is then finished). */
 typedef struct sonde_pyframe_iter {
     sonde_pyproc_t *proc;
     uint64_t next_frame; /* address of the next frame to read, 0 = end */
-    int depth;
+    int depth;           /* frames read so far, skipped ones included */
+    bool truncated;      /* the walk stopped at SONDE_PY_MAX_DEPTH or at a
+                            cycle in the frame chain */
+    uint64_t cycle_mark; /* cycle check: the frame read at the last
+                            power-of-two depth */
 } sonde_pyframe_iter_t;
 
-int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate,
-                             sonde_pyframe_iter_t *it);
+int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate, sonde_pyframe_iter_t *it);
 int sonde_pyframe_iter_next(sonde_pyframe_iter_t *it, sonde_pyframe_t *frame);
 
 /* The cached facts for a code id returned in a frame; NULL if out of range. */
-const sonde_pycode_t *sonde_pyproc_code(const sonde_pyproc_t *proc,
-                                        uint32_t code_id);
+const sonde_pycode_t *sonde_pyproc_code(const sonde_pyproc_t *proc, uint32_t code_id);
 /* Number of code ids handed out so far (ids are 0..count-1). */
 uint32_t sonde_pyproc_code_count(const sonde_pyproc_t *proc);
 
@@ -146,7 +164,7 @@ uint32_t sonde_pyproc_code_count(const sonde_pyproc_t *proc);
  * co_lnotab, 3.10 co_linetable, 3.11+ location table). Range ends are
  * exclusive. Returns the line, or -1 when the table says "no line" or is
  * malformed. */
-int sonde_linetable_lookup(int minor, const uint8_t *table, size_t table_len,
-                           int firstlineno, uint32_t offset);
+int sonde_linetable_lookup(int minor, const uint8_t *table, size_t table_len, int firstlineno,
+                           uint32_t offset);
 
 #endif

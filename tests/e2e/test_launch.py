@@ -9,11 +9,11 @@ import time
 from support import check, file_entry, lines_by_no, marked_lines
 
 PROBE = r'''
-import json, os, sys
+import json, os, subprocess, sys
 data = {
     "argv": sys.argv, "name": __name__, "path": sys.path, "file": __file__,
     "environ": dict(os.environ),
-    "c_environ": sorted(open("/proc/self/environ", "rb").read().split(b"\0")),
+    "c_environ": sorted(subprocess.run(["env", "-0"], capture_output=True).stdout.split(b"\0")),
     "stdin": sys.stdin.read(), "flags": list(sys.flags),
     "orig_argv": getattr(sys, "orig_argv", None),
     "main_keys": sorted(k for k in vars(sys.modules["__main__"]) if k != "data"),
@@ -26,7 +26,7 @@ sys.stderr.write("to stderr\n")
 '''
 
 
-def _probe(env, runner, args, **kw):
+def _probe(env_, runner, args, **kw):
     proc = runner(args, input="some input\n", **kw)
     check(proc.returncode == 0, "probe failed: %s" % proc.stderr[-2000:])
     return json.loads(proc.stdout), proc.stderr
@@ -189,7 +189,7 @@ def test_fork_and_subprocess(env):
             sys.exit(7)
         _, status = os.waitpid(pid, 0)
         print("child exit", os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8)
-        r = subprocess.run([sys.executable, "-c", "import os; print('SONDE' in ''.join(os.environ))"],
+        r = subprocess.run([sys.executable, "-c", "import os; print(any(k.startswith('SONDE_RUN') for k in os.environ))"],
                            capture_output=True, text=True)
         print("grandchild sees sonde:", r.stdout.strip())
         r = subprocess.run(["ls", "/"], capture_output=True, text=True)

@@ -46,9 +46,11 @@ def test_threshold_and_all_lines(env):
         def spin(s):
             end = time.perf_counter() + s
             while time.perf_counter() < end: pass
-        # a comment line that never runs
-        spin(0.5)
         x = 1
+        y = 2
+        # a comment line that never runs
+        z = 3
+        spin(0.5)
         """)
     out = os.path.join(env.tmp, "r.txt")
     proc = env.run_sonde(["run", "-o", out, script])

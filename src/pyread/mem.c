@@ -1,0 +1,159 @@
+/* mem.c — fault-safe reads of a process's memory, this one or another.
+ *
+ * Owns: sonde_mem_t. Called by every reader in src/pyread/ (the in-process
+ * sampler thread reading its own interpreter, and the attach reader reading
+ * another process). Reads never dereference the address themselves: they go
+ * through process_vm_readv(2), or pread(2) on /proc/PID/mem when the kernel
+ * or a seccomp filter refuses process_vm_readv (ENOSYS/EPERM), so a freed or
+ * unmapped address gives -EFAULT instead of a crash. A source opened on
+ * this process follows it into a child after fork() (a pthread_atfork
+ * handler bumps a generation counter; the next read takes the new pid), so
+ * a child never reads its parent. Nothing here runs in a signal handler
+ * (it is, however, free of allocation and locks).
+ */
+#include "pyread.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Addresses below one page are NULL-ish pointers: refuse them without a
+ * system call. Above 2^57 nothing is user space on any Linux we run on. */
+#define MEM_LOWEST_ADDR 4096ull
+#define MEM_ADDR_LIMIT (1ull << 57)
+/* Bound on short-read retries through /proc/PID/mem. */
+#define MEM_PREAD_RETRIES 4
+
+/* Forks seen by this process (incremented in each child). */
+static atomic_uint mem_forks;
+static pthread_once_t mem_atfork_once = PTHREAD_ONCE_INIT;
+
+static void mem_after_fork_in_child(void)
+{
+    atomic_fetch_add_explicit(&mem_forks, 1, memory_order_relaxed);
+}
+
+static void mem_register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, mem_after_fork_in_child);
+}
+
+/* In a child after fork(): read the child, not the parent. */
+static void mem_follow_fork(sonde_mem_t *mem)
+{
+    mem->fork_generation = atomic_load_explicit(&mem_forks, memory_order_relaxed);
+    mem->pid = getpid();
+    if (mem->mem_fd >= 0) close(mem->mem_fd); /* it names the parent's memory */
+    mem->mem_fd = -1;
+}
+
+/* Opens a memory source; pid 0 means this process. Nothing is opened until
+ * a read needs the /proc fallback. Returns 0, or -ESRCH when the process
+ * does not exist. */
+int sonde_mem_open(sonde_mem_t *mem, pid_t pid)
+{
+    mem->self = pid <= 0 || pid == getpid();
+    if (mem->self) pthread_once(&mem_atfork_once, mem_register_atfork);
+    mem->fork_generation = atomic_load_explicit(&mem_forks, memory_order_relaxed);
+    mem->pid = mem->self ? getpid() : pid;
+    mem->mem_fd = -1;
+    mem->use_procmem = false;
+    mem->reads = 0;
+    mem->faults = 0;
+    if (!mem->self && kill(pid, 0) != 0 && errno == ESRCH) return -ESRCH;
+    return 0;
+}
+
+static int mem_open_procmem(sonde_mem_t *mem)
+{
+    char path[64];
+
+    if (mem->mem_fd >= 0) return 0;
+    snprintf(path, sizeof path, "/proc/%d/mem", (int)mem->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    mem->mem_fd = fd;
+    return 0;
+}
+
+static int mem_gone_or(const sonde_mem_t *mem, int err)
+{
+    if (kill(mem->pid, 0) != 0 && errno == ESRCH) return -ESRCH;
+    return err;
+}
+
+static int mem_read_procmem(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
+{
+    size_t done = 0;
+
+    for (int tries = 0; done < len && tries < MEM_PREAD_RETRIES; tries++) {
+        ssize_t n = pread(mem->mem_fd, (char *)buf + done, len - done, (off_t)(addr + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno == EIO ? -EFAULT : mem_gone_or(mem, -errno);
+        }
+        if (n == 0) return mem_gone_or(mem, -EFAULT);
+        done += (size_t)n;
+    }
+    return done == len ? 0 : -EFAULT;
+}
+
+/* Reads exactly len bytes at addr into buf. Returns 0, -EFAULT for an
+ * unmapped or partially mapped range, -ESRCH when the process is gone, or
+ * -EPERM/-EACCES when reading is not permitted; on error buf may hold part
+ * of the data. Never faults the caller. */
+int sonde_mem_read(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
+{
+    int rc = 0;
+
+    if (len == 0) return 0;
+    if (SONDE_UNLIKELY(mem->self && mem->fork_generation !=
+                                        atomic_load_explicit(&mem_forks, memory_order_relaxed)))
+        mem_follow_fork(mem);
+    if (addr < MEM_LOWEST_ADDR || addr >= MEM_ADDR_LIMIT || len >= MEM_ADDR_LIMIT - addr) {
+        rc = -EFAULT;
+        goto error;
+    }
+    if (!mem->use_procmem) {
+        struct iovec local = {buf, len};
+        struct iovec remote = {(void *)(uintptr_t)addr, len};
+        ssize_t n = process_vm_readv(mem->pid, &local, 1, &remote, 1, 0);
+        if (n == (ssize_t)len) {
+            mem->reads++;
+            return 0;
+        }
+        if (n >= 0) {
+            rc = -EFAULT;
+            goto error;
+        }
+        rc = -errno;
+        if (rc != -ENOSYS && rc != -EPERM) goto error;
+        /* Refused wholesale (seccomp, old kernel): try /proc/PID/mem once,
+         * and keep using it if it opens. */
+        if (mem_open_procmem(mem) != 0) goto error;
+        mem->use_procmem = true;
+    }
+    if (mem->mem_fd < 0) {
+        rc = mem_open_procmem(mem); /* reopened after a fork */
+        if (rc != 0) goto error;
+    }
+    rc = mem_read_procmem(mem, addr, buf, len);
+    if (rc != 0) goto error;
+    mem->reads++;
+    return 0;
+
+error:
+    mem->faults++;
+    return rc;
+}
+
+/* Releases the /proc fallback descriptor, if any. Safe to call twice. */
+void sonde_mem_close(sonde_mem_t *mem)
+{
+    if (mem->mem_fd >= 0) close(mem->mem_fd);
+    mem->mem_fd = -1;
+}

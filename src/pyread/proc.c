@@ -1,0 +1,350 @@
+/* proc.c — opening and closing a reader of a CPython interpreter.
+ *
+ * Owns: sonde_pyproc_open_self, sonde_pyproc_open_pid, sonde_pyproc_close.
+ * open_self is called once by the extension module when the sampler
+ * starts (it knows its own version and addresses); open_pid by the attach
+ * and dump commands, which know only a pid: it finds the executable and any
+ * libpython3.N.so in /proc/PID/maps, opens the file through /proc/PID/root
+ * (the target's mount namespace), takes the load bias from the mapping at
+ * file offset 0 and the lowest PT_LOAD address, finds _PyRuntime (symbol,
+ * or the .PyRuntime section of a stripped binary), detects the version
+ * (_Py_DebugOffsets on 3.13+, Py_Version on 3.11+, else the file name and
+ * the version string in .rodata) and picks the layout, checked on 3.13+
+ * against the target's own _Py_DebugOffsets. Runs in a normal thread;
+ * nothing here runs in a signal handler.
+ */
+#include "pyread_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROC_MAX_MAPS_TEXT (64u << 20) /* bytes of /proc/PID/maps read */
+#define PROC_MAX_IMAGES 8              /* candidate files tried */
+#define PROC_MAX_RODATA (32u << 20)    /* bytes of .rodata scanned */
+#define PROC_DEBUG_READ 1024           /* bytes of _Py_DebugOffsets read */
+#define PROC_COOKIE "xdebugpy"
+
+static void proc_init(sonde_pyproc_t *proc)
+{
+    memset(proc, 0, sizeof *proc);
+    proc->mem.mem_fd = -1;
+    proc->pthread_tid_offset = -1;
+}
+
+/* Checks the layout against the target's _Py_DebugOffsets (3.13+). */
+static int proc_check_debug_offsets(sonde_pyproc_t *proc)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    uint8_t debug[PROC_DEBUG_READ];
+    uint64_t version = 0;
+
+    if (off->debug_version < 0) return 0;
+    int rc = sonde_mem_read(&proc->mem, proc->runtime_addr, debug, sizeof debug);
+    if (rc != 0) return rc;
+    if (memcmp(debug, PROC_COOKIE, 8) != 0) return -ENOTSUP;
+    memcpy(&version, debug + off->debug_version, sizeof version);
+    if ((int)((version >> 24) & 0xff) != off->major || (int)((version >> 16) & 0xff) != off->minor)
+        return -ENOTSUP;
+    for (int i = 0; i < off->n_debug_checks && i < SONDE_PY_DEBUG_CHECKS; i++) {
+        const struct sonde_pydebug_check *check = &off->debug_checks[i];
+        int64_t value = 0;
+        if (check->at < 0 || check->at + 8 > PROC_DEBUG_READ) return -ENOTSUP;
+        memcpy(&value, debug + check->at, sizeof value);
+        if (value != check->expect) return -ENOTSUP;
+    }
+    return 0;
+}
+
+/* Checks that the layout fits what is in memory: the main interpreter's
+ * first thread state points back at it. A target still starting (no
+ * interpreter yet) passes. */
+static int proc_check_layout(sonde_pyproc_t *proc)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    uint64_t interp = 0, tstate = 0, back = 0;
+
+    int rc =
+        sonde_mem_read(&proc->mem, proc->runtime_addr + (uint64_t)off->runtime_interpreters_main,
+                       &interp, sizeof interp);
+    if (rc != 0) return rc;
+    proc->interp_addr = interp;
+    if (interp == 0) return 0;
+    if (sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_threads_head, &tstate,
+                       sizeof tstate) != 0)
+        return -ENOTSUP;
+    if (tstate == 0) return 0;
+    if (sonde_mem_read(&proc->mem, tstate + (uint64_t)off->tstate_interp, &back, sizeof back) !=
+            0 ||
+        back != interp)
+        return -ENOTSUP;
+    return 0;
+}
+
+/* Common end of both opens, once the version and addresses are known. */
+static int proc_finish_open(sonde_pyproc_t *proc)
+{
+    proc->off = sonde_pyoffsets_find(proc->version_major, proc->version_minor);
+    if (proc->off == NULL) return -ENOTSUP;
+    int rc = proc_check_debug_offsets(proc);
+    if (rc == 0) rc = proc_check_layout(proc);
+    if (rc != 0) return rc;
+    if (proc->off->tstate_native_thread_id < 0) {
+        int tid_offset = sonde_pthread_tid_offset();
+        proc->pthread_tid_offset = tid_offset >= 0 ? tid_offset : -1;
+    }
+    return sonde_pycode_cache_new(proc);
+}
+
+/* Prepares to read this process (pyread.h). */
+int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex, uint64_t runtime_addr,
+                           uint64_t code_type_addr)
+{
+    proc_init(proc);
+    proc->version_major = (int)((version_hex >> 24) & 0xff);
+    proc->version_minor = (int)((version_hex >> 16) & 0xff);
+    proc->version_micro = (int)((version_hex >> 8) & 0xff);
+    proc->runtime_addr = runtime_addr;
+    proc->code_type_addr = code_type_addr;
+    int rc = sonde_mem_open(&proc->mem, 0);
+    if (rc == 0) rc = proc_finish_open(proc);
+    if (rc != 0) sonde_pyproc_close(proc);
+    return rc;
+}
+
+/* ---- open_pid: finding the interpreter in another process ------------------- */
+
+static int proc_read_maps(pid_t pid, char **text, size_t *len)
+{
+    char path[64];
+    size_t cap = 1 << 16, used = 0;
+    char *buf = NULL;
+    int rc = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        rc = -ENOMEM;
+        goto error;
+    }
+    for (;;) {
+        if (used == cap) {
+            if (cap >= PROC_MAX_MAPS_TEXT) {
+                rc = -E2BIG;
+                goto error;
+            }
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                rc = -ENOMEM;
+                goto error;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + used, cap - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            rc = errno == ENOENT ? -ESRCH : -errno;
+            goto error;
+        }
+        if (n == 0) break;
+        used += (size_t)n;
+    }
+    close(fd);
+    if (used == 0) {
+        free(buf); /* a zombie or a kernel thread: no memory to read */
+        return -ENOEXEC;
+    }
+    *text = buf;
+    *len = used;
+    return 0;
+
+error:
+    close(fd);
+    free(buf);
+    return rc;
+}
+
+/* Finds "3.N.M" (N, M decimal) ending a string in .rodata; takes the first
+ * one whose N is `minor` (any 6-99 when minor < 0). Linkers merge string
+ * tails, so PY_VERSION may end a longer string (a build path). */
+static bool proc_rodata_version(sonde_elf_t *elf, int minor, int *found_minor, int *found_micro)
+{
+    uint64_t addr = 0, size = 0, file_offset = 0;
+    bool found = false;
+
+    if (sonde_elf_section(elf, ".rodata", &addr, &size, &file_offset) != 0) return false;
+    if (size > PROC_MAX_RODATA) size = PROC_MAX_RODATA;
+    char *data = malloc((size_t)size + 1);
+    if (data == NULL || sonde_elf_pread(elf, file_offset, data, (size_t)size) != 0) {
+        free(data);
+        return false;
+    }
+    data[size] = 0;
+    for (size_t i = 1; i + 5 < size && !found; i++) {
+        char before = data[i - 1];
+        if (data[i] != '3' || data[i + 1] != '.' || (before >= '0' && before <= '9') ||
+            before == '.')
+            continue;
+        char *end = NULL;
+        long n = strtol(data + i + 2, &end, 10);
+        if (end == data + i + 2 || *end != '.' || n < 6 || n > 99 || (minor >= 0 && n != minor))
+            continue;
+        char *micro_end = NULL;
+        long m = strtol(end + 1, &micro_end, 10);
+        if (micro_end == end + 1 || m < 0 || m > 99) continue;
+        /* then NUL, or a release tag such as "a1", "rc2", "+" and NUL */
+        const char *tail = micro_end;
+        while (*tail &&
+               ((*tail >= 'a' && *tail <= 'z') || (*tail >= '0' && *tail <= '9') || *tail == '+') &&
+               tail - micro_end < 8)
+            tail++;
+        if (*tail != 0) continue;
+        *found_minor = (int)n;
+        *found_micro = (int)m;
+        found = true;
+    }
+    free(data);
+    return found;
+}
+
+/* Detects the version of the interpreter whose image was found. */
+static int proc_detect_version(sonde_pyproc_t *proc, sonde_elf_t *elf,
+                               const sonde_maps_image_t *image, uint64_t py_version_addr)
+{
+    uint8_t head[16];
+    uint64_t hex = 0;
+    int minor = -1, micro = 0;
+
+    int rc = sonde_mem_read(&proc->mem, proc->runtime_addr, head, sizeof head);
+    if (rc != 0) return rc;
+    if (memcmp(head, PROC_COOKIE, 8) == 0) {
+        memcpy(&hex, head + 8, sizeof hex); /* _Py_DebugOffsets.version */
+    } else if (py_version_addr) {
+        rc = sonde_mem_read(&proc->mem, py_version_addr, &hex, sizeof hex);
+        if (rc != 0) return rc;
+    }
+    if (hex) {
+        proc->version_major = (int)((hex >> 24) & 0xff);
+        proc->version_minor = (int)((hex >> 16) & 0xff);
+        proc->version_micro = (int)((hex >> 8) & 0xff);
+        return proc->version_major == 3 ? 0 : -ENOEXEC;
+    }
+    if (!proc_rodata_version(elf, image->minor_hint, &minor, &micro)) {
+        if (image->minor_hint < 0) return -ENOEXEC;
+        minor = image->minor_hint;
+        micro = 0;
+    }
+    proc->version_major = 3;
+    proc->version_minor = minor;
+    proc->version_micro = micro;
+    return 0;
+}
+
+/* Tries one mapped file: 0 when it holds _PyRuntime (proc filled), else
+ * -ENOEXEC or -errno. */
+static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_image_t *image)
+{
+    static const char *const names[] = {"_PyRuntime", "Py_Version", "PyCode_Type"};
+    uint64_t values[3] = {0, 0, 0};
+    char path[SONDE_MAPS_PATH_MAX + 64];
+    sonde_elf_t elf;
+    int rc = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, image->path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    rc = sonde_elf_open(&elf, fd);
+    if (rc != 0) goto out_fd;
+    rc = sonde_elf_symbols(&elf, names, 3, values);
+    if (rc < 0) goto out;
+    if (values[0] == 0) {
+        uint64_t size = 0, file_offset = 0;
+        if (sonde_elf_section(&elf, ".PyRuntime", &values[0], &size, &file_offset) != 0) {
+            rc = -ENOEXEC;
+            goto out;
+        }
+    }
+    uint64_t bias = image->base - elf.lowest_load_vaddr;
+    proc->runtime_addr = bias + values[0];
+    proc->code_type_addr = values[2] ? bias + values[2] : 0;
+    rc = proc_detect_version(proc, &elf, image, values[1] ? bias + values[1] : 0);
+out:
+    sonde_elf_close(&elf);
+out_fd:
+    close(fd);
+    return rc;
+}
+
+/* Prepares to read another process (pyread.h). */
+int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid)
+{
+    sonde_maps_image_t *images = NULL;
+    char exe[SONDE_MAPS_PATH_MAX];
+    char link[64];
+    char *maps = NULL;
+    size_t maps_len = 0;
+    int rc = 0;
+
+    proc_init(proc);
+    if (pid <= 0) return -ESRCH;
+    rc = sonde_mem_open(&proc->mem, pid);
+    if (rc != 0) goto error;
+    rc = proc_read_maps(pid, &maps, &maps_len);
+    if (rc != 0) goto error;
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t exe_len = readlink(link, exe, sizeof exe - 1);
+    if (exe_len >= 0) exe[exe_len] = 0;
+    images = calloc(PROC_MAX_IMAGES, sizeof *images);
+    if (images == NULL) {
+        rc = -ENOMEM;
+        goto error;
+    }
+    int n =
+        sonde_maps_find_images(maps, maps_len, exe_len > 0 ? exe : NULL, images, PROC_MAX_IMAGES);
+    rc = -ENOEXEC;
+    int hinted_minor = -1;
+    for (int i = 0; i < n; i++) {
+        int image_rc = proc_try_image(proc, pid, &images[i]);
+        if (image_rc == 0) {
+            rc = 0;
+            break;
+        }
+        /* a file we may not open says more than "not Python" */
+        if (rc == -ENOEXEC && (image_rc == -EACCES || image_rc == -EPERM || image_rc == -ESRCH))
+            rc = image_rc;
+        if (image_rc == -ENOEXEC && images[i].minor_hint >= 0) hinted_minor = images[i].minor_hint;
+    }
+    if (rc == -ENOEXEC && hinted_minor >= 0) {
+        /* libpython3.N or python3.N without _PyRuntime: a Python 3 older
+         * than 3.7, which has no layout here */
+        proc->version_major = 3;
+        proc->version_minor = hinted_minor;
+        rc = -ENOTSUP;
+    }
+    if (rc != 0) goto error;
+    rc = proc_finish_open(proc);
+    if (rc != 0) goto error;
+    free(images);
+    free(maps);
+    return 0;
+
+error:
+    free(images);
+    free(maps);
+    sonde_pyproc_close(proc); /* keeps the version, for -ENOTSUP */
+    return rc;
+}
+
+/* Frees the reader's cache and descriptors; the version stays readable.
+ * Safe to call twice. */
+void sonde_pyproc_close(sonde_pyproc_t *proc)
+{
+    sonde_pycode_cache_free(proc);
+    sonde_mem_close(&proc->mem);
+    proc->off = NULL;
+}

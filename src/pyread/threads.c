@@ -1,0 +1,146 @@
+/* threads.c — walking the thread states of the main interpreter.
+ *
+ * Owns: sonde_pyproc_threads. Called once per sample by the in-process
+ * sampler thread (no GIL held: a thread state may be freed under us) and by
+ * the attach reader. Each thread state costs one read (next, interp,
+ * thread_id and native_thread_id lie within a few words), plus one read of
+ * struct pthread for the native tid before 3.11; the GIL holder costs one
+ * read per call. The walk is bounded by SONDE_PY_MAX_THREADS, stops at a
+ * cycle (Brent's algorithm) and at a thread state that does not point back
+ * at its interpreter. Nothing here runs in a signal handler.
+ */
+#include "pyread_internal.h"
+
+#include <string.h>
+
+#define THREADS_SPAN_MAX 512      /* bytes of a thread state read per thread */
+#define THREADS_PID_MAX (1 << 22) /* kernel.pid_max upper bound */
+
+static uint64_t threads_rd64(const uint8_t *bytes, int32_t at)
+{
+    uint64_t value = 0;
+    memcpy(&value, bytes + at, sizeof value);
+    return value;
+}
+
+/* The main interpreter, read (and remembered) on first use: it is 0 while
+ * the target is still starting. */
+static int threads_interp(sonde_pyproc_t *proc, uint64_t *interp)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    uint64_t addr = 0;
+
+    if (proc->interp_addr == 0) {
+        int rc = sonde_mem_read(&proc->mem,
+                                proc->runtime_addr + (uint64_t)off->runtime_interpreters_main,
+                                &addr, sizeof addr);
+        if (rc != 0) return rc;
+        if (addr == 0) {
+            rc = sonde_mem_read(&proc->mem,
+                                proc->runtime_addr + (uint64_t)off->runtime_interpreters_head,
+                                &addr, sizeof addr);
+            if (rc != 0) return rc;
+        }
+        proc->interp_addr = addr;
+    }
+    *interp = proc->interp_addr;
+    return 0;
+}
+
+/* The thread state holding the GIL, or 0 (best effort). */
+static uint64_t threads_gil_holder(sonde_pyproc_t *proc, uint64_t interp)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    uint64_t holder = 0;
+
+    if (off->gil_model == SONDE_PYGIL_GILSTATE) {
+        if (sonde_mem_read(&proc->mem,
+                           proc->runtime_addr + (uint64_t)off->runtime_gilstate_tstate_current,
+                           &holder, sizeof holder) != 0)
+            return 0;
+        return holder;
+    }
+    if (proc->gil_addr == 0 && sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_ceval_gil,
+                                              &proc->gil_addr, sizeof proc->gil_addr) != 0)
+        return 0;
+    /* locked (int) and last_holder (pointer) in one read */
+    int32_t lo = off->gil_locked < off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
+    int32_t hi = off->gil_locked > off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
+    uint8_t gil[64];
+    if (lo < 0 || hi + 8 - lo > (int32_t)sizeof gil ||
+        sonde_mem_read(&proc->mem, proc->gil_addr + (uint64_t)lo, gil, (size_t)(hi + 8 - lo)) != 0)
+        return 0;
+    int32_t locked = 0;
+    memcpy(&locked, gil + (off->gil_locked - lo), sizeof locked);
+    memcpy(&holder, gil + (off->gil_last_holder - lo), sizeof holder);
+    return locked > 0 ? holder : 0;
+}
+
+/* The kernel tid of a thread state whose fields are in `ts` (read from
+ * `lo`), or 0 when unknown. */
+static pid_t threads_native_tid(sonde_pyproc_t *proc, const uint8_t *ts, int32_t lo)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    int64_t tid = 0;
+
+    if (off->tstate_native_thread_id >= 0) {
+        tid = (int64_t)threads_rd64(ts, off->tstate_native_thread_id - lo);
+    } else if (proc->pthread_tid_offset >= 0) {
+        uint64_t pthread_addr = threads_rd64(ts, off->tstate_thread_id - lo);
+        int32_t value = 0;
+        if (sonde_mem_read(&proc->mem, pthread_addr + (uint64_t)proc->pthread_tid_offset, &value,
+                           sizeof value) == 0)
+            tid = value;
+    }
+    return tid > 0 && tid < THREADS_PID_MAX ? (pid_t)tid : 0;
+}
+
+/* Lists the thread states of the main interpreter (pyread.h). */
+int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    int32_t fields[] = {off->tstate_next, off->tstate_interp, off->tstate_thread_id,
+                        off->tstate_native_thread_id};
+    int32_t lo = INT32_MAX, hi = 0;
+    uint64_t interp = 0, tstate = 0;
+    uint8_t ts[THREADS_SPAN_MAX];
+    int count = 0;
+
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(fields); i++) {
+        if (fields[i] < 0) continue;
+        lo = fields[i] < lo ? fields[i] : lo;
+        hi = fields[i] + 8 > hi ? fields[i] + 8 : hi;
+    }
+    if (hi - lo > THREADS_SPAN_MAX) return -EINVAL;
+    int rc = threads_interp(proc, &interp);
+    if (rc != 0 || interp == 0) return rc;
+    rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_threads_head, &tstate,
+                        sizeof tstate);
+    if (rc != 0) return rc;
+    uint64_t holder = threads_gil_holder(proc, interp);
+
+    uint64_t cycle_mark = 0;
+    int cycle_lap = 0, cycle_power = 1;
+    if (max > SONDE_PY_MAX_THREADS) max = SONDE_PY_MAX_THREADS;
+    while (tstate != 0 && count < max) {
+        if (sonde_mem_read(&proc->mem, tstate + (uint64_t)lo, ts, (size_t)(hi - lo)) != 0 ||
+            threads_rd64(ts, off->tstate_interp - lo) != interp) {
+            proc->sample_errors++; /* freed under us: keep what we have */
+            break;
+        }
+        sonde_pythread_t *t = &threads[count++];
+        t->tstate = tstate;
+        t->pthread_id = threads_rd64(ts, off->tstate_thread_id - lo);
+        t->native_tid = threads_native_tid(proc, ts, lo);
+        t->holds_gil = holder != 0 && holder == tstate;
+
+        tstate = threads_rd64(ts, off->tstate_next - lo);
+        if (tstate == cycle_mark) break; /* a cycle: every member has been listed */
+        if (++cycle_lap == cycle_power) {
+            cycle_mark = t->tstate;
+            cycle_power *= 2;
+            cycle_lap = 0;
+        }
+    }
+    return count;
+}
