@@ -173,17 +173,21 @@ static int sampler_innermost(sonde_sampler_t *s, uint64_t tstate, uint64_t *addr
  * microsecond). Look again until the thread has run for
  * SAMPLER_NATIVE_PROOF_NS of CPU time: if its innermost frame is still on
  * the same call, it is in native code; any change means it is running
- * Python. A thread that does not run meanwhile (preempted) gives no
- * answer within the budget. Returns 1 native, 0 Python, -1 no answer. */
-#define SAMPLER_NATIVE_PROOF_NS  3000  /* target CPU time stuck on the call */
-#define SAMPLER_NATIVE_BUDGET_NS 50000 /* wall time spent looking, at most */
+ * Python. Between looks at a thread that has not run, the sampler sleeps
+ * rather than spins, so that on a busy machine it does not itself keep the
+ * thread off its CPU. A thread that does not run within the budget gives
+ * no answer. Returns 1 native, 0 Python, -1 no answer. */
+#define SAMPLER_NATIVE_PROOF_NS  3000   /* target CPU time stuck on the call */
+#define SAMPLER_NATIVE_BUDGET_NS 400000 /* wall time spent looking, at most */
+#define SAMPLER_NATIVE_NAP_NS    20000  /* sleep between looks at an idle thread */
 
 static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
                                  uint64_t addr, const sonde_pyframe_t *first)
 {
-    sonde_ns_t cpu0 = 0, cpu = 0;
+    sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
     sonde_ns_t start = sonde_prim_monotonic_ns();
     if (sonde_prim_thread_cpu_ns(tid, &cpu0) < 0) return -1;
+    last_cpu = cpu0;
     for (;;) {
         sonde_pyframe_iter_t it;
         sonde_pyframe_t again;
@@ -195,13 +199,16 @@ static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
         if (cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
         if (sonde_prim_monotonic_ns() - start >= SAMPLER_NATIVE_BUDGET_NS) return -1;
+        if (cpu == last_cpu) sonde_prim_sleep_ns(SAMPLER_NATIVE_NAP_NS);
+        last_cpu = cpu;
     }
 }
 
 /* The share of a tick's running time at a call instruction of line `key`
  * that is native. An answer (1 native, 0 Python) decides and is
  * remembered; with no answer (the thread was not running while we
- * looked), the line's earlier answers decide, by Laplace's rule. */
+ * looked), the line's earlier answers decide, leaning to native: a thread
+ * seen stopped on a call is more often inside it than passing through. */
 static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int answer)
 {
     sonde_line_acc_t *acc = key ? sampler_line(s, key) : NULL;
@@ -212,8 +219,8 @@ static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int an
         }
         return answer;
     }
-    if (!acc) return 0.5;
-    return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 2.0);
+    if (!acc) return 1.0;
+    return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 1.0);
 }
 
 /* Walks a thread's stack: *native_share is the share of its running time
@@ -334,6 +341,7 @@ static void *sampler_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    sonde_prim_set_timer_slack(1000);
 
     s->last_tick_ns = sonde_prim_monotonic_ns();
     sampler_tick(s); /* baseline */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,17 @@ int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns)
     if (clock_gettime(linux_thread_clock(tid), &ts) != 0) return -errno;
     *ns = (sonde_ns_t)ts.tv_sec * SONDE_NS_PER_SEC + (sonde_ns_t)ts.tv_nsec;
     return 0;
+}
+
+void sonde_prim_sleep_ns(sonde_ns_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SONDE_NS_PER_SEC), (long)(ns % SONDE_NS_PER_SEC)};
+    nanosleep(&ts, NULL);
+}
+
+void sonde_prim_set_timer_slack(sonde_ns_t ns)
+{
+    prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0);
 }
 
 pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }

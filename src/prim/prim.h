@@ -20,6 +20,10 @@ sonde_ns_t sonde_prim_process_cpu_ns(void);
  * Returns 0 and sets *ns, or -errno (-ESRCH/-EINVAL when the thread is
  * gone). */
 int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns);
+/* Sleeps ns nanoseconds (EINTR ends it early). */
+void sonde_prim_sleep_ns(sonde_ns_t ns);
+/* Lets the calling thread's short sleeps end on time (timer slack, ns). */
+void sonde_prim_set_timer_slack(sonde_ns_t ns);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 
