@@ -132,6 +132,8 @@ void sonde_profile_init(sonde_profile_t *prof)
 static void model_file_free(sonde_file_stats_t *file)
 {
     free(file->path);
+    for (size_t i = 0; file->lines && i < file->n_lines; i++)
+        sonde_timeline_free(&file->lines[i].mem.timeline);
     free(file->lines);
     for (size_t i = 0; i < file->n_funcs; i++)
         free(file->funcs[i].name);
@@ -159,6 +161,10 @@ void sonde_profile_free(sonde_profile_t *prof)
         model_file_free(&prof->files[i]);
     free(prof->files);
     model_run_free(prof);
+    free(prof->max_footprint_file);
+    sonde_timeline_free(&prof->footprint);
+    free(prof->gpu_device);
+    sonde__stacks_free(prof);
     sonde_profile_init(prof);
 }
 
@@ -288,6 +294,36 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path, const char *func_
     model_add_figures(&func->python_ns, &func->native_ns, &func->system_ns, &func->samples,
                       python_ns, native_ns, system_ns, samples);
     return 0;
+}
+
+sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
+                                       const char *func_name, int func_firstlineno, int lineno)
+{
+    if (sonde_profile_add(prof, path, func_name, func_firstlineno, lineno, 0, 0, 0, 0) < 0)
+        return NULL;
+    sonde_file_stats_t *file = sonde_profile_file(prof, path);
+    if (!file) return NULL;
+    bool found = false;
+    size_t at = model_find_line(file, lineno, &found);
+    return found ? &file->lines[at] : NULL;
+}
+
+/* ---- timelines ------------------------------------------------------------ */
+
+int sonde_timeline_add(sonde_timeline_t *tl, double t_sec, double mb)
+{
+    if (model_reserve((void **)&tl->points, &tl->cap, tl->n, sizeof *tl->points)) return -ENOMEM;
+    tl->points[tl->n].t_sec = t_sec;
+    tl->points[tl->n].mb = mb;
+    tl->n++;
+    return 0;
+}
+
+void sonde_timeline_free(sonde_timeline_t *tl)
+{
+    free(tl->points);
+    tl->points = NULL;
+    tl->n = tl->cap = 0;
 }
 
 /* ---- finishing ---------------------------------------------------------- */

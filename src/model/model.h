@@ -11,12 +11,49 @@
 
 #include "../core/common.h"
 
+/* A value over time: (seconds since the start, megabytes). */
+typedef struct sonde_point {
+    double t_sec;
+    double mb;
+} sonde_point_t;
+
+typedef struct sonde_timeline {
+    sonde_point_t *points; /* owned; in time order */
+    size_t n, cap;
+} sonde_timeline_t;
+
+/* Appends a point; returns 0 or -ENOMEM. */
+int sonde_timeline_add(sonde_timeline_t *tl, double t_sec, double mb);
+void sonde_timeline_free(sonde_timeline_t *tl);
+
+/* Memory figures of a line (sonde run --memory); all zero without it. */
+typedef struct sonde_line_memory {
+    double malloc_mb;           /* MB allocated by the line (sampled) */
+    uint64_t mallocs;           /* allocation samples taken at the line */
+    double python_fraction;     /* share of malloc_mb that was Python objects */
+    double avg_mb, peak_mb;     /* the line's footprint: average, peak */
+    double copy_mb;             /* MB copied (memcpy/memmove) by the line */
+    sonde_timeline_t timeline;  /* owned; the line's footprint over time */
+    double leak_likelihood;     /* 0..1; 0 when the line is not a leak suspect */
+    double leak_velocity_mb_s;  /* estimated leak rate when a suspect */
+} sonde_line_memory_t;
+
+/* GPU figures of a line; zero without a GPU. */
+typedef struct sonde_line_gpu {
+    double util_sum;            /* sum of utilisation % over the line's samples */
+    uint64_t samples;           /* samples with a GPU reading */
+    double mem_sum_mb;          /* sum of GPU memory in use over those samples */
+    double peak_mem_mb;         /* highest GPU memory seen on the line */
+} sonde_line_gpu_t;
+
 typedef struct sonde_line_stats {
     int lineno;
     sonde_ns_t python_ns; /* on CPU, executing bytecode */
     sonde_ns_t native_ns; /* on CPU, inside native code called from the line */
     sonde_ns_t system_ns; /* off CPU, blocked in the kernel (I/O, sleep) */
     uint64_t samples;     /* samples that landed on the line */
+    sonde_line_memory_t mem;
+    sonde_line_gpu_t gpu;
 } sonde_line_stats_t;
 
 typedef struct sonde_func_stats {
@@ -54,7 +91,45 @@ typedef struct sonde_profile {
     sonde_file_stats_t *files; /* owned; sorted by path after finish */
     size_t n_files, cap_files;
     sonde_ns_t total_ns;       /* sum over all files */
+
+    /* Memory (sonde run --memory). */
+    bool has_memory;
+    double max_footprint_mb;     /* the program's peak footprint */
+    char *max_footprint_file;    /* owned; the line at the peak, or NULL */
+    int max_footprint_lineno;
+    sonde_timeline_t footprint;  /* owned; the program's footprint over time */
+
+    /* GPU. */
+    bool has_gpu;
+    char *gpu_device;            /* owned; device name(s) */
+    bool gpu_per_process;        /* figures are this process tree's own */
+
+    /* Call stacks (sonde attach/record, sonde run --stacks): unique stacks
+     * with their weights, over interned frames. See stacks.c. */
+    struct sonde_stack_frame *frames; /* owned; interned */
+    size_t n_frames, cap_frames;
+    struct sonde_stack *stacks;       /* owned */
+    size_t n_stacks, cap_stacks;
+    struct sonde_stack_index *stack_index; /* owned; lookup, private */
+    char **thread_names;              /* owned; thread i's name (stacks' thread) */
+    size_t n_threads;
 } sonde_profile_t;
+
+/* One interned frame of a call stack. */
+typedef struct sonde_stack_frame {
+    char *func;  /* owned; function (qualified name where known) */
+    char *file;  /* owned */
+    int line;    /* line being executed in that frame */
+} sonde_stack_frame_t;
+
+/* One unique stack (per thread when stacks are kept per thread). */
+typedef struct sonde_stack {
+    uint32_t *frames; /* owned; indices into prof->frames, root first */
+    uint32_t depth;
+    int thread;       /* index into thread_names, or -1 when merged */
+    uint64_t samples;
+    sonde_ns_t ns;    /* time the stack stood for */
+} sonde_stack_t;
 
 /* Initialises an empty profile. */
 void sonde_profile_init(sonde_profile_t *prof);
@@ -79,6 +154,22 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path,
                       const char *func_name, int func_firstlineno, int lineno,
                       sonde_ns_t python_ns, sonde_ns_t native_ns,
                       sonde_ns_t system_ns, uint64_t samples);
+
+/* Finds or creates the entry of a line (and its function, as
+ * sonde_profile_add does) so that a producer can fill its memory or GPU
+ * figures. Returns the line, or NULL (path NULL, out of memory). The
+ * pointer is valid until the next add. */
+sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
+                                       const char *func_name, int func_firstlineno, int lineno);
+
+/* Adds one sample of a call stack: frames[0..depth-1] root first (each
+ * frame's strings copied, frames interned), thread -1 or an index given by
+ * sonde_profile_thread. Identical stacks accumulate. Returns 0, -EINVAL or
+ * -ENOMEM (unchanged on error). */
+int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
+                            uint32_t depth, int thread, uint64_t samples, sonde_ns_t ns);
+/* The index of a thread named `name` (created on first use), or -ENOMEM. */
+int sonde_profile_thread(sonde_profile_t *prof, const char *name);
 
 /* Sorts files, lines and functions, computes totals and loads each file's
  * source text from disk (a missing file leaves source NULL). Returns 0 or

@@ -24,4 +24,7 @@ int sonde__source_load(const char *path, char ***lines_out, size_t *n_out);
 /* Frees what sonde__source_load returned (NULL is fine). */
 void sonde__source_free(char **lines, size_t n);
 
+/* Frees the stacks, frames and thread names of a profile (stacks.c). */
+void sonde__stacks_free(sonde_profile_t *prof);
+
 #endif
