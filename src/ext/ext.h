@@ -56,6 +56,7 @@ typedef struct sonde_sampler {
     /* Set before start, read-only while running. */
     sonde_ns_t interval_ns;
     bool virtual_time;
+    bool record_stacks;             /* keep each sample's call stack */
     const sonde_filter_t *filter;   /* borrowed */
     void (*on_terminate)(void);     /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
@@ -68,6 +69,7 @@ typedef struct sonde_sampler {
     size_t code_wanted_cap;
     struct sonde_sampler_thread *threads; /* owned */
     size_t n_threads, cap_threads;
+    sonde_profile_t stacks;         /* owned; call stacks when record_stacks */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
     sonde_ns_t unattributed_ns;

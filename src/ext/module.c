@@ -62,15 +62,15 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"interval", "outfile", "json", "virtual_time", "profile_all",
                              "profile_only", "profile_exclude", "cpu_percent_threshold",
-                             "all_lines", NULL};
+                             "all_lines", "stacks", NULL};
     sonde_run_opts_t opts;
     sonde_run_opts_default(&opts);
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None;
-    int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdp:start", kwlist,
+    int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdpp:start", kwlist,
                                      &opts.interval_sec, &outfile, &json, &virtual_time,
                                      &profile_all, &only, &exclude,
-                                     &opts.cpu_percent_threshold, &all_lines))
+                                     &opts.cpu_percent_threshold, &all_lines, &stacks))
         return NULL;
     if (sonde_session_from_run()) Py_RETURN_NONE; /* `sonde run` already profiles */
     if (!(opts.interval_sec >= 0.0001 && opts.interval_sec <= 10)) {
@@ -85,6 +85,7 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     opts.virtual_time = virtual_time;
     opts.profile_all = profile_all;
     opts.all_lines = all_lines;
+    opts.stacks = stacks;
     PyObject *keep = PyList_New(0), *path = NULL;
     if (!keep) return NULL;
     if (outfile != Py_None) {
@@ -256,7 +257,7 @@ static PyMethodDef module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))module_start, METH_VARARGS | METH_KEYWORDS,
      "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
-     "      cpu_percent_threshold=1.0, all_lines=False)\n\n"
+     "      cpu_percent_threshold=1.0, all_lines=False, stacks=False)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing."},
     {"stop", module_stop, METH_NOARGS,
      "stop(): stops profiling and writes the report (to outfile, else stderr)."},

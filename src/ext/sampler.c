@@ -17,6 +17,7 @@
 #include "ext.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -157,6 +158,37 @@ static void sampler_threads_sweep(sonde_sampler_t *s)
     s->n_threads = k;
 }
 
+/* A sample's call stack, innermost first. */
+#define SAMPLER_MAX_STACK 256
+typedef struct sampler_stack {
+    sonde_pyframe_t frames[SAMPLER_MAX_STACK];
+    uint32_t depth;
+} sampler_stack_t;
+
+/* Records a sample's stack (root first) with its weight. Out of memory
+ * loses the sample's stack, nothing else. */
+static void sampler_record_stack(sonde_sampler_t *s, const sampler_stack_t *stack, pid_t tid,
+                                 sonde_ns_t ns)
+{
+    sonde_stack_frame_t frames[SAMPLER_MAX_STACK];
+    uint32_t n = 0;
+    for (uint32_t i = stack->depth; i-- > 0;) {
+        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, stack->frames[i].code_id);
+        if (!code) continue;
+        frames[n].func = (char *)(code->name ? code->name : "?");
+        frames[n].file = (char *)(code->filename ? code->filename : "?");
+        frames[n].line = stack->frames[i].lineno;
+        n++;
+    }
+    char name[32];
+    if (tid == getpid())
+        snprintf(name, sizeof name, "MainThread");
+    else
+        snprintf(name, sizeof name, "thread %d", (int)tid);
+    int thread = sonde_profile_thread(&s->stacks, name);
+    if (thread >= 0 && n > 0) sonde_profile_add_stack(&s->stacks, frames, n, thread, 1, ns);
+}
+
 /* Reads the innermost frame of a thread: its address and what it is
  * executing. Returns 1, 0 if the thread has no frame, or -errno. */
 static int sampler_innermost(sonde_sampler_t *s, uint64_t tstate, uint64_t *addr,
@@ -228,20 +260,22 @@ static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int an
  * thread is on CPU now, so a call can be checked); returns the key of the
  * nearest profiled line, 0 if none. */
 static uint64_t sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
-                               double *native_share)
+                               double *native_share, sampler_stack_t *stack)
 {
     sonde_pyframe_iter_t it;
     sonde_pyframe_t frame;
     uint64_t innermost_addr = 0;
     *native_share = 0;
+    if (stack) stack->depth = 0;
     int rc = sampler_innermost(s, tstate, &innermost_addr, &frame, &it);
     if (rc != 1) return 0;
     sonde_pyframe_t innermost = frame;
     uint64_t key = 0;
     do {
-        if (frame.lineno > 0 && sampler_code_wanted(s, frame.code_id)) {
+        if (stack && stack->depth < SAMPLER_MAX_STACK) stack->frames[stack->depth++] = frame;
+        if (!key && frame.lineno > 0 && sampler_code_wanted(s, frame.code_id)) {
             key = ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
-            break;
+            if (!stack) break;
         }
     } while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1);
     if (innermost.in_call) {
@@ -280,8 +314,9 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_ns_t blocked_ns = wall_ns - cpu_delta - runq_delta;
 
     /* A thread that neither ran nor became runnable is still where it was
-     * blocked: charge the same place without reading its stack. */
-    if (cpu_delta == 0 && runq_delta == 0 && !is_new) {
+     * blocked: charge the same place without reading its stack (unless
+     * stacks are kept: then the stack is read again). */
+    if (cpu_delta == 0 && runq_delta == 0 && !is_new && !s->record_stacks) {
         if (t->last_wait == SONDE_WAIT_THREAD) return;
         if (t->last_wait == SONDE_WAIT_SYSTEM) {
             if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, blocked_ns);
@@ -291,8 +326,11 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
 
     sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
+    if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
     double native_share = 0;
-    uint64_t key = sampler_locate(s, pt->tstate, t->tid, wait == SONDE_WAIT_RUNNING, &native_share);
+    static sampler_stack_t stack; /* the sampler thread's alone */
+    uint64_t key = sampler_locate(s, pt->tstate, t->tid, wait == SONDE_WAIT_RUNNING, &native_share,
+                                  s->record_stacks ? &stack : NULL);
     t->last_wait = wait;
     t->last_key = key;
 
@@ -305,6 +343,8 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
     if (python_ns + native_ns + system_ns == 0) return;
     sampler_charge(s, key, python_ns, native_ns, system_ns);
+    if (s->record_stacks && stack.depth > 0)
+        sampler_record_stack(s, &stack, t->tid, python_ns + native_ns + system_ns);
 }
 
 static void sampler_tick(sonde_sampler_t *s)
@@ -452,6 +492,17 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
                                    acc->system_ns, acc->samples);
         if (rc < 0) return rc;
     }
+    for (size_t i = 0; i < s->stacks.n_stacks; i++) {
+        const sonde_stack_t *st = &s->stacks.stacks[i];
+        sonde_stack_frame_t frames[SAMPLER_MAX_STACK];
+        uint32_t n = st->depth < SAMPLER_MAX_STACK ? st->depth : SAMPLER_MAX_STACK;
+        for (uint32_t j = 0; j < n; j++) frames[j] = s->stacks.frames[st->frames[j]];
+        int thread = st->thread >= 0 ? sonde_profile_thread(prof, s->stacks.thread_names[st->thread])
+                                     : -1;
+        if (thread < -1) return thread;
+        int rc = sonde_profile_add_stack(prof, frames, n, thread, st->samples, st->ns);
+        if (rc < 0) return rc;
+    }
     prof->samples = s->ticks;
     prof->unattributed_ns = s->unattributed_ns;
     sonde_ns_t end = s->stop_ns ? s->stop_ns : sonde_prim_monotonic_ns();
@@ -471,6 +522,7 @@ void sonde_sampler_free(sonde_sampler_t *s)
     s->lines = NULL;
     s->code_wanted = NULL;
     s->n_threads = s->cap_threads = s->lines_cap = s->lines_used = s->code_wanted_cap = 0;
+    sonde_profile_free(&s->stacks);
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);

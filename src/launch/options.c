@@ -31,6 +31,8 @@ const char sonde_run_usage[] =
     "  --cpu-percent-threshold PCT  report lines with at least PCT % of the\n"
     "                             time (default 1)\n"
     "  --all-lines                report every line of every profiled file\n"
+    "  --stacks                   also record the Python call stack of every\n"
+    "                             sample (for flame graphs in the JSON/HTML report)\n"
     "  --json                     write the report as JSON (docs/json-format.md)\n"
     "  -o, --outfile FILE         write the report to FILE (written atomically)\n"
     "                             instead of standard error\n"
@@ -130,6 +132,7 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char **argv,
         if (strcmp(arg, "--virtual-time") == 0) { opts->virtual_time = true; continue; }
         if (strcmp(arg, "--profile-all") == 0) { opts->profile_all = true; continue; }
         if (strcmp(arg, "--all-lines") == 0) { opts->all_lines = true; continue; }
+        if (strcmp(arg, "--stacks") == 0) { opts->stacks = true; continue; }
         if (strcmp(arg, "--json") == 0) { opts->json = true; continue; }
 
         if ((rc = opts_valued(argc, argv, &i, "--interval", NULL, &value)) != 0) {

@@ -23,6 +23,7 @@ typedef struct sonde_run_opts {
     int n_profile_exclude;
     double cpu_percent_threshold; /* --cpu-percent-threshold */
     bool all_lines;               /* --all-lines */
+    bool stacks;                  /* --stacks: keep the call stack of each sample */
     bool json;                    /* --json */
     const char *outfile;          /* -o/--outfile, borrowed; NULL = stderr */
     bool help;                    /* -h/--help was given */
