@@ -91,7 +91,7 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     if (outfile != Py_None) {
         if (!PyUnicode_FSConverter(outfile, &path)) goto error;
         opts.outfile = PyBytes_AS_STRING(path);
-        int rc = sonde_check_writable(opts.outfile);
+        int rc = sonde_check_output(opts.outfile);
         if (rc < 0) {
             PyErr_Format(PyExc_OSError, "sonde: cannot write the report to '%s': %s",
                          opts.outfile, strerror(-rc));

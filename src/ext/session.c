@@ -99,7 +99,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if (rc < 0) goto done;
     *what = "write the report";
     if (s->outfile)
-        rc = sonde_write_file_atomic(s->outfile, out.data ? out.data : "", out.len);
+        rc = sonde_write_output(s->outfile, out.data ? out.data : "", out.len);
     else
         rc = session_write_all(2, out.data ? out.data : "", out.len);
 done:

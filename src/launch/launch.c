@@ -40,7 +40,7 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
         }
     }
     if (outfile) {
-        int rc = sonde_check_writable(outfile);
+        int rc = sonde_check_output(outfile);
         if (rc < 0) {
             snprintf(err, err_len, "cannot write the report to '%s': %s", outfile,
                      strerror(-rc));

@@ -43,4 +43,12 @@ int sonde_write_file_atomic(const char *path, const void *data, size_t len);
  * sonde_write_file_atomic. */
 int sonde_check_writable(const char *path);
 
+/* Writes a report to path: atomically for a regular or new file, directly
+ * for an existing character device, FIFO or socket (/dev/stdout, a pipe).
+ * Returns 0 or -errno. */
+int sonde_write_output(const char *path, const void *data, size_t len);
+/* Checks, before a run, that sonde_write_output(path) can succeed.
+ * Returns 0 or -errno. */
+int sonde_check_output(const char *path);
+
 #endif

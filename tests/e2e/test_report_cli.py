@@ -94,3 +94,15 @@ def test_width_is_respected(env):
     proc = env.run_sonde(["run", script], env={"COLUMNS": "80"})
     widest = max(len(l) for l in proc.stderr.splitlines())
     check(widest <= 80, "report line of %d columns with COLUMNS=80" % widest)
+
+
+def test_outfile_can_be_a_stream(env):
+    script = env.write("s.py", "import time\nend = time.perf_counter() + 0.2\nwhile time.perf_counter() < end: pass\nprint('program output')\n")
+    proc = env.run_sonde(["run", "--json", "-o", "/dev/stdout", script])
+    check(proc.returncode == 0, proc.stderr)
+    head, _, rest = proc.stdout.partition("\n")
+    check(head == "program output", "program output lost: %r" % proc.stdout[:200])
+    doc = json.loads(rest)
+    check("files" in doc, "no profile on stdout")
+    check(os.path.exists("/dev/stdout") and os.path.isfile("/dev/stdout") is False,
+          "/dev/stdout was replaced by a file")
