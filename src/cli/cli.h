@@ -21,6 +21,9 @@ extern const char *sonde_cli_pkg_dir_override;
 /* `sonde run`: argv[0..argc-1] are the words after "run". */
 int sonde_cli_run(int argc, char **argv);
 
+/* `sonde trace`: argv[0..argc-1] are the words after "trace". */
+int sonde_cli_trace(int argc, char **argv);
+
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -26,6 +26,9 @@ static const char main_usage[] =
     "  run      run a program and report where its time goes, line by line,\n"
     "           split into Python, native and system time (threads included)\n"
     "           e.g. sonde run app.py args   |   sonde run -m package.module\n"
+    "  trace    run a program and record every function call, as cProfile does\n"
+    "           (same report and pstats files, a fraction of the overhead)\n"
+    "           e.g. sonde trace app.py args   |   sonde trace -o out.prof -m mod\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
@@ -91,6 +94,7 @@ int sonde_cli_main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "trace") == 0) return sonde_cli_trace(argc - 2, argv + 2);
     if (cmd[0] == '-')
         sonde_cli_error("unknown option '%s' (see 'sonde --help')", cmd);
     else

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Overhead of `sonde trace` (sonde.Profile) against cProfile, per call.
+
+For every installed CPython (or those given with --python), builds sonde for
+it (build/bench/<version>/), then, inside that interpreter, runs call-heavy
+workloads with no profiler, under cProfile.Profile and under sonde.Profile,
+the three modes interleaved (one run of each in turn, repeated --reps
+times). The added time per call of a profiler is
+(median time under it - median time without) / calls, calls being the
+number of calls the profilers record for the workload. The ratio is
+sonde's added time over cProfile's; the targets are <= 0.5 on 3.12+ and
+<= 0.8 before.
+
+    python3 bench/trace.py [--python PATH_OR_VERSION ...] [--reps 15]
+                           [--monotonic] [--write FILE | --append FILE] [--json FILE]
+
+--monotonic adds a column for sonde with CLOCK_MONOTONIC instead of the
+TSC. --write writes the tables as Markdown; --append adds them to the end
+of a file (`make bench`: after bench/run.py wrote docs/PERFORMANCE.md).
+Timings on a shared machine are noisy: compare ratios, and rerun.
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# ---- the workloads (run inside the interpreter under test) ----------------
+
+WORKER = r'''
+import cProfile, gc, json, math, statistics, sys, time
+import sonde
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def w_fib():
+    fib(21)
+
+class Account:
+    def __init__(self):
+        self.balance = 0
+    def deposit(self, amount):
+        self.balance += self.fee(amount)
+    def fee(self, amount):
+        return amount - 1
+    @property
+    def rich(self):
+        return self.balance > 100
+
+def w_methods():
+    a = Account()
+    for i in range(8000):
+        a.deposit(i)
+        a.rich
+
+def w_builtins():
+    items = []
+    d = {}
+    for i in range(6000):
+        items.append(i)
+        d.get(i)
+        len(items)
+        isinstance(i, int)
+        math.sqrt(i)
+
+def count(n):
+    for i in range(n):
+        yield i
+
+def w_generators():
+    for _ in range(300):
+        for _ in count(30):
+            pass
+
+WORKLOADS = [("fib", w_fib), ("methods", w_methods), ("builtins", w_builtins),
+             ("generators", w_generators)]
+
+def calls_of(fn):
+    p = cProfile.Profile()
+    p.enable()
+    fn()
+    p.disable()
+    n = sum(e.callcount for e in p.getstats())
+    return n - 1  # the disable() call
+
+def timed(fn, factory):
+    gc.collect()
+    p = factory() if factory else None
+    if p:
+        p.enable()
+    t0 = time.perf_counter()
+    fn()
+    dt = time.perf_counter() - t0
+    if p:
+        p.disable()
+    return dt
+
+reps = int(sys.argv[1])
+modes = [("python", None), ("cProfile", cProfile.Profile), ("sonde", sonde.Profile)]
+out = {"version": "%d.%d.%d" % sys.version_info[:3], "workloads": []}
+for name, fn in WORKLOADS:
+    calls = calls_of(fn)
+    for _ in range(2):  # warm up
+        for _, factory in modes:
+            timed(fn, factory)
+    times = {m: [] for m, _ in modes}
+    for _ in range(reps):
+        for m, factory in modes:
+            times[m].append(timed(fn, factory))
+    med = {m: statistics.median(v) for m, v in times.items()}
+    out["workloads"].append({"name": name, "calls": calls, "median_s": med})
+print(json.dumps(out))
+'''
+
+
+def interpreters(wanted):
+    found = sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python"))
+    if os.path.exists("/usr/bin/python3"):
+        found.append("/usr/bin/python3")
+    result = []
+    for path in found:
+        proc = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                              capture_output=True, text=True)
+        version = proc.stdout.strip()
+        if not version:
+            continue
+        parts = tuple(int(x) for x in version.split("."))
+        if not (3, 8) <= parts[:2] <= (3, 13):
+            continue
+        name = version + ("-system" if path.startswith("/usr/") else "")
+        if wanted and not any(w == path or name.startswith(w) for w in wanted):
+            continue
+        result.append((name, path, parts))
+    return sorted(result, key=lambda r: (r[2], r[0]))
+
+
+def build(name, python):
+    build_dir = os.path.join(ROOT, "build", "bench", name)
+    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "all"],
+                          cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit("cannot build sonde for %s:\n%s" % (python, (proc.stdout + proc.stderr)[-2000:]))
+    return build_dir
+
+
+def run_worker(python, build_dir, reps, extra_env=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(build_dir, "lib")
+    env.update(extra_env or {})
+    proc = subprocess.run([python, "-c", WORKER, str(reps)], capture_output=True, text=True, env=env,
+                          cwd=build_dir)  # not the source tree: its sonde/ has no extension
+    if proc.returncode != 0:
+        raise SystemExit("benchmark failed under %s:\n%s" % (python, proc.stderr[-3000:]))
+    return json.loads(proc.stdout)
+
+
+def added_ns(med, mode, calls):
+    return (med[mode] - med["python"]) / calls * 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--python", action="append", default=[], help="only these interpreters (path or version prefix)")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--monotonic", action="store_true", help="also time sonde with CLOCK_MONOTONIC")
+    ap.add_argument("--write", default="", help="write the tables as Markdown to this file")
+    ap.add_argument("--append", default="", help="append the Markdown tables to this file")
+    ap.add_argument("--json", default="", help="write the raw figures as JSON to this file")
+    args = ap.parse_args()
+
+    results = []
+    for name, python, parts in interpreters(args.python):
+        build_dir = build(name, python)
+        res = run_worker(python, build_dir, args.reps)
+        if args.monotonic:
+            mono = run_worker(python, build_dir, args.reps, {"SONDE_TRACE_CLOCK": "monotonic"})
+            for w, m in zip(res["workloads"], mono["workloads"]):
+                w["monotonic_added_ns"] = added_ns(m["median_s"], "sonde", m["calls"])
+        target = 0.5 if parts[:2] >= (3, 12) else 0.8
+        ratios = []
+        print("Python %s (%s): target ratio <= %.1f" % (name, python, target), flush=True)
+        for w in res["workloads"]:
+            med, calls = w["median_s"], w["calls"]
+            w["base_ns"] = med["python"] / calls * 1e9
+            w["cprofile_added_ns"] = added_ns(med, "cProfile", calls)
+            w["sonde_added_ns"] = added_ns(med, "sonde", calls)
+            w["ratio"] = w["sonde_added_ns"] / w["cprofile_added_ns"] if w["cprofile_added_ns"] > 0 else float("nan")
+            ratios.append(w["ratio"])
+            print("  %-11s %7d calls  python %6.1f ns/call  cProfile +%6.1f  sonde +%6.1f%s  ratio %.2f"
+                  % (w["name"], calls, w["base_ns"], w["cprofile_added_ns"], w["sonde_added_ns"],
+                     "  (monotonic +%.1f)" % w["monotonic_added_ns"] if "monotonic_added_ns" in w else "",
+                     w["ratio"]), flush=True)
+        res.update(name=name, python=python, target=target, median_ratio=statistics.median(ratios),
+                   worst_ratio=max(ratios))
+        print("  median ratio %.2f, worst %.2f (%s)" % (res["median_ratio"], res["worst_ratio"],
+              "meets the target" if res["worst_ratio"] <= target else "misses the target"), flush=True)
+        results.append(res)
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if args.write or args.append:
+        lines = [
+            "## `sonde trace` (deterministic profiling) against cProfile",
+            "",
+            "Generated by `python3 bench/trace.py` on %s: %s, %d cores. Each workload runs %d times"
+            % (time.strftime("%Y-%m-%d"), platform.machine(), os.cpu_count(), args.reps),
+            "per mode inside the interpreter (no profiler, cProfile.Profile, sonde.Profile, interleaved);",
+            "the added time per call is (median with the profiler - median without) / calls.",
+            "Ratio = sonde's added time / cProfile's (targets: <= 0.5 on 3.12+, <= 0.8 before).",
+            "",
+            "| Python | workload | calls | python ns/call | cProfile +ns/call | sonde +ns/call | ratio |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for res in results:
+            for w in res["workloads"]:
+                lines.append("| %s | %s | %d | %.1f | %.1f | %.1f | %.2f |" % (
+                    res["name"], w["name"], w["calls"], w["base_ns"], w["cprofile_added_ns"],
+                    w["sonde_added_ns"], w["ratio"]))
+        lines += ["", "| Python | median ratio | worst ratio | target |", "| --- | ---: | ---: | ---: |"]
+        for res in results:
+            lines.append("| %s | %.2f | %.2f | <= %.1f |" % (res["name"], res["median_ratio"], res["worst_ratio"],
+                                                          res["target"]))
+        lines.append("")
+        path = args.write or args.append
+        with open(path, "w" if args.write else "a") as f:
+            if args.append and f.tell() > 0:
+                f.write("\n")
+            f.write("\n".join(lines))
+        print("wrote " + path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
