@@ -45,7 +45,7 @@ def main():
     env = dict(os.environ)
     env["SONDE_PYTHON"] = python
     env.pop("PYTHONPATH", None)
-    tmp = os.path.join(args.build, "bench")
+    tmp = os.path.join(args.build, "bench-run")
     os.makedirs(tmp, exist_ok=True)
     report = os.path.join(tmp, "profile.json")
 
