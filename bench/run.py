@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """sonde's overhead benchmark (`make bench`).
 
-Runs every workload in bench/workloads/ under plain python, `sonde run` and
-`python -m cProfile`, interleaved (one run of each mode in turn, repeated),
-takes the median wall time per mode and reports slowdown ratios. Also
-measures start-up cost: `sonde run` of an empty script against plain python.
+Runs every workload in bench/workloads/ under plain python, `sonde run`,
+`sonde run --memory` and `python -m cProfile`, interleaved (one run of each
+mode in turn, repeated), takes the median wall time per mode and reports
+slowdown ratios. Also measures start-up cost: `sonde run` of an empty
+script against plain python.
 
     python3 bench/run.py [--build build] [--reps 5] [--write docs/PERFORMANCE.md]
 """
@@ -52,6 +53,7 @@ def main():
     modes = {
         "python": lambda w: [python, w],
         "sonde run": lambda w: [sonde, "run", "--json", "-o", report, w],
+        "--memory": lambda w: [sonde, "run", "--memory", "--json", "-o", report, w],
         "cProfile": lambda w: [python, "-m", "cProfile", "-o", os.path.join(tmp, "cprofile.out"), w],
     }
     workloads = sorted(glob.glob(os.path.join(ROOT, "bench", "workloads", "*.py")))
@@ -65,9 +67,10 @@ def main():
                 times[m].append(timed(cmd(w), env))
         med = {m: statistics.median(v) for m, v in times.items()}
         row = (os.path.basename(w)[:-3], med["python"], med["sonde run"] / med["python"],
-               med["cProfile"] / med["python"])
+               med["--memory"] / med["python"], med["cProfile"] / med["python"])
         rows.append(row)
-        print("%-16s python %6.2fs  sonde run x%.3f  cProfile x%.2f" % row, flush=True)
+        print("%-16s python %6.2fs  sonde run x%.3f  --memory x%.3f  cProfile x%.2f" % row,
+              flush=True)
 
     empty = os.path.join(tmp, "empty.py")
     with open(empty, "w") as f:
@@ -82,7 +85,11 @@ def main():
 
     ratios = [r[2] for r in rows]
     summary = "median slowdown x%.3f, worst x%.3f" % (statistics.median(ratios), max(ratios)) if rows else ""
+    mem_ratios = [r[3] for r in rows]
+    mem_summary = ("median slowdown x%.3f, worst x%.3f" % (statistics.median(mem_ratios), max(mem_ratios))
+                   if rows else "")
     print(summary)
+    print("--memory: " + mem_summary)
     if args.write:
         version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                                  capture_output=True, text=True).stdout.strip()
@@ -96,16 +103,21 @@ def main():
             "wall time of plain Python and each mode's median divided by it (lower is better).",
             "Timings on a shared 2-core machine are noisy: compare ratios, not seconds.",
             "",
-            "## `sonde run` (CPU profiling)",
+            "## `sonde run` (CPU profiling) and `sonde run --memory`",
             "",
-            "| workload | python (s) | sonde run | cProfile |",
-            "| --- | ---: | ---: | ---: |",
+            "`--memory` adds the allocator shim (malloc/free, memcpy, Python's allocators)",
+            "to CPU profiling: memory per line, footprint over time, leaks, copy volume.",
+            "",
+            "| workload | python (s) | sonde run | --memory | cProfile |",
+            "| --- | ---: | ---: | ---: | ---: |",
         ]
-        for name, base, s, c in rows:
-            lines.append("| %s | %.2f | x%.3f | x%.2f |" % (name, base, s, c))
+        for name, base, s, m, c in rows:
+            lines.append("| %s | %.2f | x%.3f | x%.3f | x%.2f |" % (name, base, s, m, c))
         lines += [
             "",
             "Summary: %s (targets: median <= x1.02, worst <= x1.05)." % summary,
+            "",
+            "`--memory`: %s (targets: median <= x1.15, worst <= x1.5)." % mem_summary,
             "",
             "Start-up cost (`sonde run` of a script containing `pass`, median of %d): %.1f ms over"
             " plain Python (%.1f ms vs %.1f ms; target <= 50 ms)."

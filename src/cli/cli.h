@@ -24,6 +24,18 @@ int sonde_cli_run(int argc, char **argv);
 /* `sonde trace`: argv[0..argc-1] are the words after "trace". */
 int sonde_cli_trace(int argc, char **argv);
 
+/* `sonde view`: argv[0..argc-1] are the words after "view". Defined in
+ * view.c, which only build/bin/sonde links (it needs libcjson); the weak
+ * reference is NULL in the extension module (main.c then runs the
+ * command). */
+int sonde_cli_view(int argc, char **argv) __attribute__((weak));
+
+/* `sonde attach`, `sonde record`, `sonde dump` (attach.c): argv are the
+ * words after the command name. */
+int sonde_cli_attach(int argc, char **argv);
+int sonde_cli_record(int argc, char **argv);
+int sonde_cli_dump(int argc, char **argv);
+
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

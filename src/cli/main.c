@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef SONDE_DEFAULT_PYTHON
 #define SONDE_DEFAULT_PYTHON "python3"
@@ -29,6 +30,14 @@ static const char main_usage[] =
     "  trace    run a program and record every function call, as cProfile does\n"
     "           (same report and pstats files, a fraction of the overhead)\n"
     "           e.g. sonde trace app.py args   |   sonde trace -o out.prof -m mod\n"
+    "  view     turn a JSON profile into one self-contained HTML report\n"
+    "           e.g. sonde view profile.json   |   sonde view p.json -o p.html\n"
+    "  attach   sample a running Python process from outside: flame graphs, reports\n"
+    "           e.g. sonde attach 4242 -d 30 -o profile.svg\n"
+    "  record   run a command and sample it from outside\n"
+    "           e.g. sonde record -o out.json -- python3 app.py args\n"
+    "  dump     print every thread's current Python stack of a running process\n"
+    "           e.g. sonde dump 4242\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
@@ -78,6 +87,24 @@ const char *sonde_cli_python(void)
     return env && *env ? env : SONDE_DEFAULT_PYTHON;
 }
 
+/* `sonde view` is linked into the command only (cli.h); from the
+ * extension (`python3 -m sonde view`), run the command next to the
+ * package: <prefix>/lib/sonde -> <prefix>/bin/sonde. */
+static int main_view(int argc, char **argv)
+{
+    if (sonde_cli_view) return sonde_cli_view(argc - 2, argv + 2);
+    char pkg_dir[4096], command[4200];
+    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0 &&
+        (size_t)snprintf(command, sizeof command, "%s/../../bin/sonde", pkg_dir) < sizeof command &&
+        access(command, X_OK) == 0) {
+        argv[0] = command;
+        execv(command, argv);
+    }
+    sonde_cli_error("'view' needs the sonde command (<prefix>/bin/sonde), which was not found "
+                    "next to this package; run 'sonde view' from the build directory");
+    return 2;
+}
+
 int sonde_cli_main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -95,6 +122,10 @@ int sonde_cli_main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "trace") == 0) return sonde_cli_trace(argc - 2, argv + 2);
+    if (strcmp(cmd, "view") == 0) return main_view(argc, argv);
+    if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
+    if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
+    if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);
     if (cmd[0] == '-')
         sonde_cli_error("unknown option '%s' (see 'sonde --help')", cmd);
     else

@@ -42,6 +42,26 @@ static int boot_setenv(PyObject *environ, const char *name, const char *value)
     return rc;
 }
 
+/* --memory: puts the user's LD_PRELOAD back, so that the programs this
+ * one starts do not load the allocator shim (it stays loaded here). */
+static int boot_restore_preload(PyObject *environ)
+{
+    const char *had = getenv(SONDE_ENV_HAD_PRELOAD);
+    if (!had) return 0;
+    char *orig = strdup(getenv(SONDE_ENV_PRELOAD) ? getenv(SONDE_ENV_PRELOAD) : "");
+    bool restore = strcmp(had, "1") == 0;
+    if (!orig) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = restore ? boot_setenv(environ, "LD_PRELOAD", orig)
+                     : boot_unsetenv(environ, "LD_PRELOAD");
+    free(orig);
+    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_HAD_PRELOAD);
+    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_PRELOAD);
+    return rc;
+}
+
 /* Puts the environment back as the user had it. */
 static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
 {
@@ -59,6 +79,7 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
                           SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM, SONDE_ENV_MODE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(environ, ours[i]);
+    if (rc == 0) rc = boot_restore_preload(environ);
     Py_DECREF(environ);
     return rc;
 }

@@ -48,7 +48,29 @@ typedef struct sonde_line_acc { /* accumulated time of one (code, line) */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
     uint32_t calls_native, calls_python; /* checked call instructions */
+    /* GPU readings attached to the line's samples, weighted by the time
+     * each charged (gpu.c; sonde_line_gpu_t); 0 without. */
+    uint64_t gpu_samples;
+    double gpu_sec, gpu_util_sum, gpu_mem_sum_mb, gpu_peak_mb;
 } sonde_line_acc_t;
+
+/* What the GPU reader (gpu.c) gives the sampler for one tick. */
+typedef struct sonde_gpu_reading {
+    double util_percent;   /* mean over the interval and the chosen devices */
+    double memory_mb;      /* mean over the interval, summed over devices (MiB) */
+    double peak_memory_mb; /* the highest reading in the interval */
+} sonde_gpu_reading_t;
+
+/* Where the sampler's previous tick left the GPU readings (gpu.c). */
+typedef struct sonde_gpu_cursor {
+    bool have;             /* the previous tick had a reading */
+    uint64_t polls;        /* readings published by then */
+    sonde_ns_t t_ns;       /* its time */
+    double util_area, memory_area; /* the integrals, up to t_ns */
+    double memory_mb;      /* the reading in force at t_ns */
+} sonde_gpu_cursor_t;
+
+struct sonde_gpu;
 
 struct sonde_sampler_thread; /* private to sampler.c */
 
@@ -58,6 +80,7 @@ typedef struct sonde_sampler {
     bool virtual_time;
     bool record_stacks;             /* keep each sample's call stack */
     const sonde_filter_t *filter;   /* borrowed */
+    const struct sonde_gpu *gpu;    /* borrowed; NULL: no GPU figures */
     void (*on_terminate)(void);     /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
     /* Owned by the sampler thread while it runs; read by others only after
@@ -75,6 +98,9 @@ typedef struct sonde_sampler {
     sonde_ns_t unattributed_ns;
     uint64_t rng;
     bool first_tick;
+    sonde_gpu_cursor_t gpu_cursor;  /* GPU readings up to the last tick */
+    bool gpu_now_valid;             /* the tick's GPU reading, if any */
+    sonde_gpu_reading_t gpu_now;
     /* Shared. */
     pthread_t thread;
     bool thread_started;            /* written by the starting thread only */
@@ -123,5 +149,148 @@ int sonde_module_main_gil(int argc, char **argv);
 
 /* Directory of the sonde package (owned by module.c; set at import). */
 extern char sonde_ext_pkg_dir[4096];
+
+/* ---- memory profiling (memory.c, memory_hook.c) ----------------------------------
+ * `sonde run --memory`: the allocator shim (src/shim/, preloaded) counts
+ * bytes per thread and calls memory_hook.c from inside allocator hooks,
+ * on the thread concerned, to charge samples to its current line. */
+
+#include "../shim/shim.h"
+
+/* What the memory profiler gathered about one (code, line). */
+typedef struct sonde_memory_line {
+    uint64_t key;               /* code_id << 32 | lineno; 0 = empty slot */
+    uint64_t alloc_samples;     /* memory samples that grew the footprint */
+    double alloc_bytes;         /* their bytes */
+    double python_bytes;        /* the Python share of them */
+    int64_t net_bytes;          /* the line's own footprint: growth - shrinkage */
+    int64_t peak_bytes;         /* its highest value */
+    double net_sum_bytes;       /* sum of net_bytes (>= 0) after each sample */
+    uint64_t net_samples;
+    uint64_t copy_bytes;        /* bytes copied (memcpy/memmove) */
+    uint64_t leak_tracked;      /* sampled blocks watched for a free */
+    uint64_t leak_freed;        /* of those, freed */
+    double leak_tracked_bytes;  /* bytes the watched blocks stand for */
+    double leak_freed_bytes;    /* of those, freed */
+    sonde_timeline_t timeline;  /* owned; program footprint at its samples */
+} sonde_memory_line_t;
+
+typedef struct sonde_memory {
+    /* Set while starting (GIL), read-only while running. */
+    bool started;                     /* between start and free */
+    bool running;                     /* the shim is counting */
+    const sonde_filter_t *filter;     /* borrowed */
+    uint64_t threshold;               /* bytes per memory sample */
+    uint64_t leak_sample_bytes;       /* mean bytes between leak samples */
+    uint64_t copy_sample_bytes;       /* mean bytes between copy samples */
+    sonde_ns_t start_ns, stop_ns;
+    int64_t baseline_bytes;           /* footprint when profiling started */
+    int64_t final_bytes;              /* footprint when it stopped */
+    sonde_shim_stop_fn shim_stop;
+    sonde_shim_footprint_fn shim_footprint;
+    sonde_shim_pyalloc_t original_mem, original_obj; /* Python's, restored at stop */
+    bool wrapped_mem, wrapped_obj;
+    /* Protected by lock, which is taken only inside allocator hooks (the
+     * shim's guard set: anything allocated under it comes straight from
+     * the real allocator) and, after the shim has stopped, by the report. */
+    pthread_mutex_t lock;
+    sonde_pyproc_t proc;              /* direct reader of this process */
+    int8_t *code_wanted;              /* owned; per code id: -1 unknown, 0, 1 */
+    size_t code_wanted_cap;
+    sonde_memory_line_t *lines;       /* owned; open addressing */
+    size_t lines_cap, lines_used;
+    sonde_timeline_t footprint;       /* owned; program footprint over time */
+    double max_footprint_mb;
+    uint64_t max_footprint_key;       /* line of the sample at the peak */
+    uint64_t samples, unattributed_samples, copy_samples, dropped;
+} sonde_memory_t;
+
+/* Starts memory profiling for the session: finds the shim, wraps Python's
+ * allocators and starts counting. Returns 0, or -errno with a Python
+ * exception set (-ENOTSUP: the shim is not loaded). */
+int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
+                           const sonde_filter_t *filter);
+/* Stops counting and waits for samples in progress; no GIL needed (the
+ * SIGTERM path runs it on the sampler thread). Idempotent. */
+void sonde_memory_stop(sonde_memory_t *m);
+/* Puts Python's allocators back (after stop). */
+void sonde_memory_restore_gil(sonde_memory_t *m);
+/* Adds what was gathered to prof (after stop): per line figures, the
+ * program's footprint, likely leaks. Returns 0 or -ENOMEM. */
+int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof);
+/* Frees everything (after stop). */
+void sonde_memory_free(sonde_memory_t *m);
+
+/* The shim's callback (memory_hook.c): runs inside allocator hooks. */
+uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *event);
+
+/* ---- GPU profiling (gpu.c) -----------------------------------------------------
+ * NVML loaded at run time; a reader thread polls it and publishes the
+ * latest reading, which the sampler attaches to each sample it charges. */
+
+#define SONDE_GPU_MAX_DEVICES 16
+#define SONDE_GPU_RING 16 /* recent readings kept for the sampler's peaks */
+
+struct sonde_gpu_nvml; /* private to gpu.c */
+
+/* The readings, published by the reader thread under a sequence lock
+ * (seq odd while it writes; the sampler retries a torn read a few times,
+ * then goes without). Readings hold from one poll to the next: the
+ * integrals let the sampler take the mean over any interval. */
+typedef struct sonde_gpu_published {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t valid;            /* 0: no reading (not yet, or NVML failed) */
+    _Atomic uint64_t polls;            /* readings published so far */
+    _Atomic uint64_t at_ns;            /* monotonic time of the latest */
+    _Atomic double util_percent;       /* the latest reading */
+    _Atomic double memory_mb;
+    _Atomic double util_area;          /* integral of utilisation (% s) up to at_ns */
+    _Atomic double memory_area;        /* integral of memory (MB s) up to at_ns */
+    _Atomic double ring_memory_mb[SONDE_GPU_RING]; /* reading k's memory at k % RING */
+} sonde_gpu_published_t;
+
+typedef struct sonde_gpu {
+    /* Set by sonde_gpu_start, read-only afterwards. */
+    bool started;                 /* between start and free */
+    pid_t pid;                    /* the process that started it (a forked
+                                     child has no reader thread) */
+    int8_t requested;             /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
+    bool verbose;
+    sonde_ns_t poll_ns;
+    struct sonde_gpu_nvml *nvml;  /* owned; NULL without the library */
+    /* Written by the reader thread before it sets ready (release); read by
+     * others only after seeing ready (acquire). */
+    char device_name[512];        /* the chosen devices' names, ", "-joined */
+    bool per_process;             /* this process tree's figures, not the devices' */
+    /* Shared. */
+    sonde_gpu_published_t pub;    /* written by the reader thread only */
+    atomic_bool ready;            /* devices chosen, a first reading published */
+    atomic_bool stop_requested;
+    int wake_fd;                  /* eventfd: stop */
+    pthread_t thread;
+    bool thread_started;          /* written by the starting/stopping thread */
+} sonde_gpu_t;
+
+/* Loads NVML and starts the reader thread, unless opts->gpu is 0. Never
+ * fails: without the library, a device or a working NVML the reader stays
+ * idle (one line on stderr says why with opts->verbose, or when opts->gpu
+ * is 1). Call sonde_gpu_free afterwards in every case. */
+void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts);
+/* The readings since the previous call with this cursor (the sampler's
+ * previous tick): their time-weighted means and peak; the first call
+ * after a gap gives the latest reading. Returns false when there is no
+ * reading (then the cursor restarts). Lock-free and bounded: the sampler
+ * thread calls it every tick. */
+bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor,
+                        sonde_gpu_reading_t *out);
+/* Marks prof as having GPU figures (device names, per process or not)
+ * when the reader found a GPU; otherwise leaves it alone. Returns 0 or
+ * -ENOMEM. Any thread, any time after start. */
+int sonde_gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof);
+/* Stops and joins the reader thread. Idempotent. */
+void sonde_gpu_stop(sonde_gpu_t *g);
+/* Stops the reader, shuts NVML down and frees everything. Idempotent;
+ * harmless on a zeroed sonde_gpu_t. */
+void sonde_gpu_free(sonde_gpu_t *g);
 
 #endif

@@ -8,9 +8,12 @@
  * real file ("<frozen ...>", "<string>"); --profile-only replaces that rule
  * by "the path contains one of the patterns"; --profile-exclude removes
  * files whose path contains a pattern; --profile-all profiles everything
- * that is a real file.
+ * that is a real file. The pure path tests live in src/core/pathrule.c,
+ * shared with the attach reader.
  */
 #include "ext.h"
+
+#include "../core/pathrule.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +21,13 @@
 static int filter_add_prefix(sonde_filter_t *f, const char *dir)
 {
     if (!dir || !*dir || f->n_lib_prefixes >= SONDE_MAX_LIB_PREFIXES) return 0;
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    for (int i = 0; i < f->n_lib_prefixes; i++)
-        if (strlen(f->lib_prefixes[i]) == n + 1 && strncmp(f->lib_prefixes[i], dir, n) == 0)
-            return 0;
-    char *copy = malloc(n + 2);
+    char *copy = sonde_path_dir_prefix(dir);
     if (!copy) return -ENOMEM;
-    memcpy(copy, dir, n);
-    copy[n] = '/';
-    copy[n + 1] = 0;
+    for (int i = 0; i < f->n_lib_prefixes; i++)
+        if (strcmp(f->lib_prefixes[i], copy) == 0) {
+            free(copy);
+            return 0;
+        }
     f->lib_prefixes[f->n_lib_prefixes++] = copy;
     return 0;
 }
@@ -63,13 +63,6 @@ static int filter_add_module_dir(sonde_filter_t *f, const char *name)
     return rc;
 }
 
-static bool filter_is_site_dir(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return strcmp(base, "site-packages") == 0 || strcmp(base, "dist-packages") == 0;
-}
-
 static int filter_copy_patterns(char **dst, int *n_dst, const char *const *src, int n_src)
 {
     for (int i = 0; i < n_src; i++) {
@@ -96,7 +89,7 @@ int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
                 PyErr_Clear();
                 continue;
             }
-            if (filter_is_site_dir(text)) rc = filter_add_prefix(f, text);
+            if (sonde_path_is_site_dir(text)) rc = filter_add_prefix(f, text);
         }
     }
     if (rc == 0)
@@ -118,7 +111,7 @@ void sonde_filter_free(sonde_filter_t *f)
 
 bool sonde_filter_wants(const sonde_filter_t *f, const char *path)
 {
-    if (!path || !*path || path[0] == '<') return false;
+    if (sonde_path_is_pseudo(path)) return false;
     for (int i = 0; i < f->n_exclude; i++)
         if (strstr(path, f->exclude[i])) return false;
     if (f->n_only > 0) {
@@ -127,7 +120,5 @@ bool sonde_filter_wants(const sonde_filter_t *f, const char *path)
         return false;
     }
     if (f->profile_all) return true;
-    for (int i = 0; i < f->n_lib_prefixes; i++)
-        if (strncmp(path, f->lib_prefixes[i], strlen(f->lib_prefixes[i])) == 0) return false;
-    return true;
+    return !sonde_path_has_prefix(path, f->lib_prefixes, f->n_lib_prefixes);
 }

@@ -62,15 +62,20 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"interval", "outfile", "json", "virtual_time", "profile_all",
                              "profile_only", "profile_exclude", "cpu_percent_threshold",
-                             "all_lines", "stacks", NULL};
+                             "all_lines", "stacks", "memory", "malloc_threshold", "gpu",
+                             "verbose", NULL};
     sonde_run_opts_t opts;
     sonde_run_opts_default(&opts);
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None;
-    int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdpp:start", kwlist,
+    int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
+    unsigned long long malloc_threshold = opts.malloc_threshold;
+    PyObject *gpu = Py_None; /* None: GPU figures when a GPU is present */
+    int verbose = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdppKOp:start", kwlist,
                                      &opts.interval_sec, &outfile, &json, &virtual_time,
                                      &profile_all, &only, &exclude,
-                                     &opts.cpu_percent_threshold, &all_lines, &stacks))
+                                     &opts.cpu_percent_threshold, &all_lines, &stacks, &memory,
+                                     &malloc_threshold, &gpu, &verbose))
         return NULL;
     if (sonde_session_from_run()) Py_RETURN_NONE; /* `sonde run` already profiles */
     if (!(opts.interval_sec >= 0.0001 && opts.interval_sec <= 10)) {
@@ -86,6 +91,20 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     opts.profile_all = profile_all;
     opts.all_lines = all_lines;
     opts.stacks = stacks;
+    opts.memory = memory;
+    if (malloc_threshold < SONDE_MIN_MALLOC_THRESHOLD ||
+        malloc_threshold > SONDE_MAX_MALLOC_THRESHOLD) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sonde: malloc_threshold must be between 65536 and 1073741824 bytes");
+        return NULL;
+    }
+    opts.malloc_threshold = malloc_threshold;
+    if (gpu != Py_None) {
+        int on = PyObject_IsTrue(gpu);
+        if (on < 0) return NULL;
+        opts.gpu = on ? 1 : 0;
+    }
+    opts.verbose = verbose;
     PyObject *keep = PyList_New(0), *path = NULL;
     if (!keep) return NULL;
     if (outfile != Py_None) {
@@ -257,8 +276,14 @@ static PyMethodDef module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))module_start, METH_VARARGS | METH_KEYWORDS,
      "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
-     "      cpu_percent_threshold=1.0, all_lines=False, stacks=False)\n\n"
-     "Starts profiling this process. Under `sonde run` it does nothing."},
+     "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
+     "      memory=False, malloc_threshold=10485767, gpu=None, verbose=False)\n\n"
+     "Starts profiling this process. Under `sonde run` it does nothing.\n"
+     "memory=True needs the allocator shim, which only `sonde run --memory`\n"
+     "loads (it raises RuntimeError otherwise). gpu=None reports GPU\n"
+     "utilisation and memory per line when an NVIDIA GPU is present, True\n"
+     "asks for them (saying on stderr why there are none), False turns them\n"
+     "off; verbose=True says on stderr what is profiled."},
     {"stop", module_stop, METH_NOARGS,
      "stop(): stops profiling and writes the report (to outfile, else stderr)."},
     {"main", module_main, METH_O, "main(argv): the `sonde` command (python3 -m sonde)."},

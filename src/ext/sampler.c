@@ -10,6 +10,8 @@
  *   - time off CPU is system time when the thread is blocked in a system
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
+ * With a GPU, each charge also carries the GPU readings of its tick
+ * (gpu.c, sonde_gpu_interval), weighted by the time charged.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
  * async-signal-safe entry (it writes to an eventfd). The thread blocks all
  * signals, so the program's signals are never delivered to it.
@@ -91,6 +93,15 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_n
     acc->native_ns += native_ns;
     acc->system_ns += system_ns;
     acc->samples++;
+    if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
+        double sec = (double)(python_ns + native_ns + system_ns) / 1e9;
+        acc->gpu_samples++;
+        acc->gpu_sec += sec;
+        acc->gpu_util_sum += s->gpu_now.util_percent * sec;
+        acc->gpu_mem_sum_mb += s->gpu_now.memory_mb * sec;
+        if (s->gpu_now.peak_memory_mb > acc->gpu_peak_mb)
+            acc->gpu_peak_mb = s->gpu_now.peak_memory_mb;
+    }
 }
 
 /* ---- which code objects are profiled --------------------------------------- */
@@ -355,6 +366,7 @@ static void sampler_tick(sonde_sampler_t *s)
     s->last_tick_ns = now;
     int n = sonde_pyproc_threads(&s->proc, threads, SAMPLER_MAX_THREADS);
     if (n < 0) return;
+    s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
     for (int i = 0; i < n; i++) sampler_tick_thread(s, &threads[i], wall_ns);
     sampler_threads_sweep(s);
     if (!s->first_tick) s->ticks++;
@@ -490,6 +502,12 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
         int rc = sonde_profile_add(prof, file, code->name, code->firstlineno,
                                    (int)(uint32_t)acc->key, acc->python_ns, acc->native_ns,
                                    acc->system_ns, acc->samples);
+        if (rc == 0 && acc->gpu_samples) {
+            sonde_line_gpu_t gpu = {acc->gpu_util_sum, acc->gpu_samples, acc->gpu_mem_sum_mb,
+                                    acc->gpu_peak_mb, acc->gpu_sec};
+            rc = sonde_profile_add_gpu(prof, file, code->name, code->firstlineno,
+                                       (int)(uint32_t)acc->key, &gpu);
+        }
         if (rc < 0) return rc;
     }
     for (size_t i = 0; i < s->stacks.n_stacks; i++) {

@@ -30,6 +30,8 @@ typedef struct sonde_session {
     char cwd[4096];
     sonde_filter_t filter;
     sonde_sampler_t sampler;
+    sonde_memory_t memory;       /* --memory (memory.c); zero when off */
+    sonde_gpu_t gpu;             /* GPU reader (gpu.c); idle without a GPU */
     bool sigterm_installed;
     struct sigaction old_sigterm;
 } sonde_session_t;
@@ -79,8 +81,14 @@ static int session_report(sonde_session_t *s, const char **what)
                                (const char *const *)s->argv, s->python_version);
     if (rc < 0) goto done;
     if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, &prof)) < 0) goto done;
+    if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
+    if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
-    if (s->opts.json) {
+    if (s->opts.html) {
+        char viewer[4200];
+        snprintf(viewer, sizeof viewer, "%s/viewer", sonde_ext_pkg_dir);
+        rc = sonde_report_html(&prof, viewer, &out);
+    } else if (s->opts.json) {
         rc = sonde_report_json(&prof, &out);
     } else {
         sonde_text_opts_t topts;
@@ -202,7 +210,11 @@ static int session_register_atexit(void)
 
 static void session_clear(sonde_session_t *s)
 {
+    sonde_memory_stop(&s->memory);
+    sonde_memory_restore_gil(&s->memory);
+    sonde_memory_free(&s->memory);
     sonde_filter_free(&s->filter);
+    sonde_gpu_free(&s->gpu);
     sonde_sampler_free(&s->sampler);
     free(s->outfile);
     free(s->program);
@@ -278,6 +290,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.record_stacks = opts->stacks;
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = session_on_terminate;
+    sonde_gpu_start(&s->gpu, opts);
+    s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0) {
         session_clear(s);
         return -1;
@@ -287,6 +301,11 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
         session_clear(s);
         PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s", strerror(-rc),
                      rc == -ENOTSUP ? " (this Python version is not supported)" : "");
+        return rc;
+    }
+    if (opts->memory && (rc = sonde_memory_start_gil(&s->memory, opts, &s->filter)) < 0) {
+        sonde_sampler_stop(&s->sampler);
+        session_clear(s);
         return rc;
     }
     s->active = true;
@@ -316,6 +335,13 @@ int sonde_session_stop_gil(void)
 {
     sonde_session_t *s = &session;
     if (!s->active) return 0;
+    if (s->pid != getpid()) {
+        /* A forked child: the sampler and its tables belong to the parent
+         * (its thread does not exist here); the child has nothing to stop
+         * or report. */
+        s->active = false;
+        return 0;
+    }
     session_remove_sigterm(s);
     sonde_sampler_stop(&s->sampler);
     int rc = 0;

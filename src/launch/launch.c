@@ -56,6 +56,63 @@ static int launch_setenv(const char *name, const char *value)
     return setenv(name, value, 1) == 0 ? 0 : -errno;
 }
 
+/* Whether a `run` asks for memory profiling: its option tokens parsed
+ * again (on copies: the parser splits lists in place). */
+static bool launch_wants_memory(const char *mode, char *const *tokens, int n_tokens)
+{
+    char *copies[256];
+    int n = n_tokens < 256 ? n_tokens : 256;
+    bool memory = false;
+    if (strcmp(mode, "run") != 0) return false;
+    for (int i = 0; i < n; i++) copies[i] = strdup(tokens[i]);
+    sonde_run_opts_t opts;
+    sonde_run_opts_default(&opts);
+    bool copied = true;
+    for (int i = 0; i < n; i++) copied = copied && copies[i];
+    if (copied && sonde_run_opts_parse(&opts, n, copies, false, NULL, 0) == 0) memory = opts.memory;
+    for (int i = 0; i < n; i++) free(copies[i]);
+    return memory;
+}
+
+/* --memory: the allocator shim goes first on LD_PRELOAD, and the user's
+ * value travels to the boot hook, which puts it back. Returns 0 or -errno
+ * with a message in err. */
+static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
+{
+    sonde_buf_t preload = SONDE_BUF_INIT;
+    char shim[4200];
+    int rc = 0;
+    snprintf(shim, sizeof shim, "%s/" SONDE_SHIM_NAME, pkg_dir);
+    if (access(shim, R_OK) != 0) {
+        snprintf(err, err_len, "--memory needs the allocator shim %s, which is missing; run 'make'",
+                 shim);
+        return -ENOENT;
+    }
+    if (strpbrk(shim, ": \t")) {
+        snprintf(err, err_len,
+                 "--memory cannot preload the allocator shim from '%s': LD_PRELOAD paths may not "
+                 "contain ':' or spaces; move the sonde build elsewhere",
+                 shim);
+        return -EINVAL;
+    }
+    const char *orig = getenv("LD_PRELOAD");
+    sonde_buf_puts(&preload, shim);
+    if (orig && *orig) {
+        sonde_buf_putc(&preload, ':');
+        sonde_buf_puts(&preload, orig);
+    }
+    if (sonde_buf_error(&preload)) {
+        snprintf(err, err_len, "out of memory");
+        rc = -ENOMEM;
+    } else if ((rc = launch_setenv(SONDE_ENV_HAD_PRELOAD, orig ? "1" : "0")) ||
+               (rc = launch_setenv(SONDE_ENV_PRELOAD, orig ? orig : "")) ||
+               (rc = launch_setenv("LD_PRELOAD", preload.data))) {
+        snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
+    }
+    sonde_buf_free(&preload);
+    return rc;
+}
+
 int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
                       const sonde_program_t *prog, char *const *tokens, int n_tokens,
                       char *err, size_t err_len)
@@ -102,6 +159,10 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
         snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
         goto error;
     }
+
+    if (launch_wants_memory(mode, tokens, n_tokens) &&
+        (rc = launch_preload_shim(pkg_dir, err, err_len)) < 0)
+        goto error;
 
     int n = prog->module ? prog->argc + 2 : prog->argc + 1;
     argv = calloc((size_t)n + 1, sizeof *argv);

@@ -19,6 +19,9 @@
 #define SONDE_ENV_HAD_PYPATH  "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
 #define SONDE_ENV_PROGRAM     "SONDE_RUN_PROGRAM"     /* script path, or "-m module" */
 #define SONDE_ENV_MODE        "SONDE_RUN_MODE"        /* "run" or "trace" */
+#define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD"  /* "1" if LD_PRELOAD was set (--memory) */
+#define SONDE_ENV_PRELOAD     "SONDE_ORIG_LD_PRELOAD" /* the user's LD_PRELOAD (--memory) */
+#define SONDE_SHIM_NAME       "libsonde_shim.so"      /* the allocator shim, in the package */
 #define SONDE_TOKEN_SEP '\x1f'
 
 /* What to run: a script or a module, and its arguments. */
@@ -38,7 +41,9 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
                        size_t err_len);
 
 /* Replaces the process with the interpreter running the program under the
- * given mode ("run" or "trace"; the boot hook dispatches on it). python is
+ * given mode ("run" or "trace"; the boot hook dispatches on it). A "run"
+ * whose tokens ask for --memory also puts the package's allocator shim
+ * first on LD_PRELOAD (the boot hook restores the user's LD_PRELOAD). python is
  * the interpreter to run; pkg_dir the directory of the sonde package
  * (holding _boot/). tokens[0..n_tokens-1] are the mode's option words,
  * handed over unchanged and parsed again at boot. Returns only on failure:

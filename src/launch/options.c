@@ -33,7 +33,21 @@ const char sonde_run_usage[] =
     "  --all-lines                report every line of every profiled file\n"
     "  --stacks                   also record the Python call stack of every\n"
     "                             sample (for flame graphs in the JSON/HTML report)\n"
+    "  --memory                   also profile memory: per line, how much it\n"
+    "                             allocated (Python objects vs native), its\n"
+    "                             footprint over time, likely leaks, and how\n"
+    "                             many MB/s it copied (preloads an allocator shim)\n"
+    "  --malloc-threshold BYTES   take a memory sample whenever a thread's\n"
+    "                             allocations move by this much (default\n"
+    "                             10485767; suffixes K, M, G)\n"
+    "  --gpu, --no-gpu            GPU utilisation and GPU memory per line, read\n"
+    "                             through NVML (default: on when an NVIDIA GPU\n"
+    "                             and its driver are present)\n"
+    "  -v, --verbose              say on stderr at start what is profiled and why\n"
+    "                             something is not (no GPU, ...)\n"
     "  --json                     write the report as JSON (docs/json-format.md)\n"
+    "  --html                     write the report as one self-contained HTML page\n"
+    "                             (to --outfile, default profile.html)\n"
     "  -o, --outfile FILE         write the report to FILE (written atomically)\n"
     "                             instead of standard error\n"
     "  -h, --help                 show this help\n"
@@ -47,6 +61,8 @@ void sonde_run_opts_default(sonde_run_opts_t *opts)
     memset(opts, 0, sizeof *opts);
     opts->interval_sec = 0.01;
     opts->cpu_percent_threshold = 1.0;
+    opts->malloc_threshold = SONDE_DEFAULT_MALLOC_THRESHOLD;
+    opts->gpu = -1;
 }
 
 static int opts_error(char *err, size_t err_len, const char *fmt, const char *arg)
@@ -63,6 +79,27 @@ static int opts_number(const char *text, double *out)
     errno = 0;
     double v = strtod(text, &end);
     if (errno || !end || *end || !(v >= 0) || v > 1e9) return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024)
+ * within the memory threshold's bounds. Returns 0 or -EINVAL. */
+static int opts_bytes(const char *text, uint64_t *out)
+{
+    if (!text || !*text || *text == '-') return -EINVAL;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text) return -EINVAL;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    if (*end == 'M' || *end == 'm') shift = 20;
+    if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (*end || v > (SONDE_MAX_MALLOC_THRESHOLD >> shift)) return -EINVAL;
+    v <<= shift;
+    if (v < SONDE_MIN_MALLOC_THRESHOLD) return -EINVAL;
     *out = v;
     return 0;
 }
@@ -134,6 +171,18 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char **argv,
         if (strcmp(arg, "--all-lines") == 0) { opts->all_lines = true; continue; }
         if (strcmp(arg, "--stacks") == 0) { opts->stacks = true; continue; }
         if (strcmp(arg, "--json") == 0) { opts->json = true; continue; }
+        if (strcmp(arg, "--html") == 0) { opts->html = true; continue; }
+        if (strcmp(arg, "--memory") == 0) { opts->memory = true; continue; }
+        if (strcmp(arg, "--gpu") == 0) { opts->gpu = 1; continue; }
+        if (strcmp(arg, "--no-gpu") == 0) { opts->gpu = 0; continue; }
+        if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) { opts->verbose = true; continue; }
+        if ((rc = opts_valued(argc, argv, &i, "--malloc-threshold", NULL, &value)) != 0) {
+            if (rc < 0 || opts_bytes(value, &opts->malloc_threshold))
+                return opts_error(err, err_len,
+                                  "--malloc-threshold needs a byte count between 64K and 1G, got '%s'",
+                                  value);
+            continue;
+        }
 
         if ((rc = opts_valued(argc, argv, &i, "--interval", NULL, &value)) != 0) {
             if (rc < 0 || opts_number(value, &opts->interval_sec) || opts->interval_sec < 0.0001 ||
@@ -170,6 +219,9 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char **argv,
         return opts_error(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
     }
     opts->n_option_tokens = i;
+    if (opts->json && opts->html)
+        return opts_error(err, err_len, "--json and --html exclude each other%s", "");
+    if (opts->html && !opts->outfile) opts->outfile = "profile.html";
     if (!need_program || opts->help) return 0;
     if (i >= argc) return opts_error(err, err_len, "no program given: sonde run [options] script.py [args] (see 'sonde run --help')", NULL);
     opts->script = argv[i];

@@ -12,6 +12,11 @@
 #include "../core/common.h"
 
 #define SONDE_MAX_PATTERNS 32
+/* Default bytes of net allocation change per memory sample: a prime just
+ * above 10 MiB (seed 000 §3.2), so that no allocation stride lines up. */
+#define SONDE_DEFAULT_MALLOC_THRESHOLD 10485767ull
+#define SONDE_MIN_MALLOC_THRESHOLD (64ull << 10)
+#define SONDE_MAX_MALLOC_THRESHOLD (1ull << 30)
 
 typedef struct sonde_run_opts {
     double interval_sec;          /* sampling interval (--interval), > 0 */
@@ -24,7 +29,14 @@ typedef struct sonde_run_opts {
     double cpu_percent_threshold; /* --cpu-percent-threshold */
     bool all_lines;               /* --all-lines */
     bool stacks;                  /* --stacks: keep the call stack of each sample */
+    bool memory;                  /* --memory: also profile memory (allocator shim) */
+    uint64_t malloc_threshold;    /* --malloc-threshold: bytes of net allocation
+                                     change per memory sample */
+    int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU
+                                     figures when a GPU is present */
+    bool verbose;                 /* -v/--verbose: diagnostics on stderr at start */
     bool json;                    /* --json */
+    bool html;                    /* --html: a self-contained HTML report */
     const char *outfile;          /* -o/--outfile, borrowed; NULL = stderr */
     bool help;                    /* -h/--help was given */
     /* What to run: exactly one of script and module after a successful parse

@@ -308,6 +308,30 @@ sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
     return found ? &file->lines[at] : NULL;
 }
 
+static void model_gpu_add(sonde_line_gpu_t *into, const sonde_line_gpu_t *gpu)
+{
+    into->util_sum += gpu->util_sum;
+    into->samples += gpu->samples;
+    into->mem_sum_mb += gpu->mem_sum_mb;
+    into->sec += gpu->sec;
+    if (gpu->peak_mem_mb > into->peak_mem_mb) into->peak_mem_mb = gpu->peak_mem_mb;
+}
+
+int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *func_name,
+                          int func_firstlineno, int lineno, const sonde_line_gpu_t *gpu)
+{
+    if (!path || !gpu) return -EINVAL;
+    sonde_line_stats_t *line = sonde_profile_line(prof, path, func_name, func_firstlineno, lineno);
+    if (!line) return -ENOMEM;
+    model_gpu_add(&line->gpu, gpu);
+    sonde_file_stats_t *file = sonde_profile_file(prof, path);
+    bool found = false;
+    size_t at = model_find_func(file, func_firstlineno, func_name ? func_name : MODEL_MODULE_NAME,
+                                &found);
+    if (found) model_gpu_add(&file->funcs[at].gpu, gpu);
+    return 0;
+}
+
 /* ---- timelines ------------------------------------------------------------ */
 
 int sonde_timeline_add(sonde_timeline_t *tl, double t_sec, double mb)

@@ -38,12 +38,16 @@ typedef struct sonde_line_memory {
     double leak_velocity_mb_s;  /* estimated leak rate when a suspect */
 } sonde_line_memory_t;
 
-/* GPU figures of a line; zero without a GPU. */
+/* GPU figures of a line; zero without a GPU. Each sample with a GPU
+ * reading adds the readings (their mean over the sampling interval)
+ * weighted by the time the sample charged to the line, so that
+ * util_sum / sec is the line's time-weighted mean utilisation. */
 typedef struct sonde_line_gpu {
-    double util_sum;            /* sum of utilisation % over the line's samples */
+    double util_sum;            /* sum of utilisation % x seconds charged */
     uint64_t samples;           /* samples with a GPU reading */
-    double mem_sum_mb;          /* sum of GPU memory in use over those samples */
+    double mem_sum_mb;          /* sum of GPU memory in use (MB) x seconds */
     double peak_mem_mb;         /* highest GPU memory seen on the line */
+    double sec;                 /* seconds those samples charged (the weights) */
 } sonde_line_gpu_t;
 
 typedef struct sonde_line_stats {
@@ -61,6 +65,7 @@ typedef struct sonde_func_stats {
     int firstlineno; /* line of the def */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
+    sonde_line_gpu_t gpu; /* summed over its lines (peak: their highest) */
 } sonde_func_stats_t;
 
 typedef struct sonde_file_stats {
@@ -161,6 +166,12 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path,
  * pointer is valid until the next add. */
 sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
                                        const char *func_name, int func_firstlineno, int lineno);
+
+/* Adds GPU figures to a line and to its enclosing function (both created,
+ * as sonde_profile_add does, if needed): sums add, peaks keep the highest.
+ * Returns 0, -EINVAL (path or gpu NULL) or -ENOMEM. */
+int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *func_name,
+                          int func_firstlineno, int lineno, const sonde_line_gpu_t *gpu);
 
 /* Adds one sample of a call stack: frames[0..depth-1] root first (each
  * frame's strings copied, frames interned), thread -1 or an index given by

@@ -61,4 +61,67 @@ int sonde_prim_self_exe(char *buf, size_t len);
 /* Columns of the terminal on fd, or 0 if fd is not a terminal. */
 int sonde_prim_terminal_width(int fd);
 
+/* ---- other processes (remote.c) -------------------------------------------
+ * What the attach reader needs to know about another process and its
+ * threads, from /proc/PID/... Reading a thread's syscall file needs the same
+ * ptrace access as reading the process's memory. */
+
+/* Per-thread handle for a thread of another process; keeps its
+ * /proc/PID/task/TID files open between calls. */
+typedef struct sonde_prim_task {
+    pid_t pid, tid;
+    int stat_fd;       /* stat, -1 = not open */
+    int sched_fd;      /* schedstat, -1 = not open */
+    int syscall_fd;    /* syscall, -1 = not open */
+    bool no_schedstat; /* the kernel keeps no schedstat */
+} sonde_prim_task_t;
+
+/* Prepares a handle for thread tid of process pid (opens nothing yet). */
+void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid);
+/* The thread's scheduler state letter from its stat file: 'R' running or
+ * runnable, 'S' sleeping, 'D' uninterruptible (disk), 'T'/'t' stopped,
+ * 'Z'/'X' dead. Returns 0 or -errno (-ESRCH: the thread is gone). */
+int sonde_prim_task_state(sonde_prim_task_t *t, char *state);
+/* Time on CPU and waiting on a run queue since the thread started, in ns,
+ * from its schedstat file (updated by the kernel at scheduler ticks and
+ * switches, so a running thread's figure lags by up to one tick). Returns
+ * 0, -ENOTSUP when the kernel keeps no schedstat, or -errno. */
+int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns);
+/* Classifies what a thread that is off CPU is blocked in, from its syscall
+ * file; *syscall_nr (may be NULL) gets the system call number, or -1. */
+sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr);
+void sonde_prim_task_close(sonde_prim_task_t *t);
+
+/* Name of system call nr on this architecture ("clock_nanosleep"), or NULL
+ * when it is not one the table knows. */
+const char *sonde_prim_syscall_name(long nr);
+
+/* State letter (as sonde_prim_task_state) and parent of process pid.
+ * Returns 0 or -errno (-ESRCH: no such process). Either out may be NULL. */
+int sonde_prim_proc_state(pid_t pid, char *state, pid_t *ppid);
+/* The executable (/proc/PID/exe) or working directory (/proc/PID/cwd) of
+ * process pid into buf. Returns 0 or -errno. */
+int sonde_prim_proc_exe(pid_t pid, char *buf, size_t len);
+int sonde_prim_proc_cwd(pid_t pid, char *buf, size_t len);
+/* The command line of process pid: its arguments, each NUL-terminated,
+ * into buf (cut at len, the last one terminated). Returns the number of
+ * bytes used or -errno. */
+ssize_t sonde_prim_proc_cmdline(pid_t pid, char *buf, size_t len);
+/* Every process of the system with its parent, at most max. Returns the
+ * count or -errno. */
+int sonde_prim_proc_list(pid_t *pids, pid_t *ppids, int max);
+/* The value of kernel.yama.ptrace_scope, or -1 when there is no Yama. */
+int sonde_prim_ptrace_scope(void);
+
+/* ---- this process among the others (proctree.c) --------------------------- */
+
+/* Whether process pid is ancestor itself or one of its descendants (its
+ * parent chain, at most 64 links, reaches ancestor). Returns 1, 0, or
+ * -errno when a process of the chain could not be read (-ESRCH: gone). */
+int sonde_prim_descends_from(pid_t pid, pid_t ancestor);
+/* Whether this process lives in the initial pid namespace, where its ids
+ * are the kernel's global ones (not in a container with its own pid
+ * namespace). Returns 1, 0 or -errno. */
+int sonde_prim_in_initial_pid_ns(void);
+
 #endif

@@ -8,8 +8,10 @@
  * unmapped address gives -EFAULT instead of a crash. A source opened on
  * this process follows it into a child after fork() (a pthread_atfork
  * handler bumps a generation counter; the next read takes the new pid), so
- * a child never reads its parent. Nothing here runs in a signal handler
- * (it is, however, free of allocation and locks).
+ * a child never reads its parent. The attach reader may turn on a page
+ * snapshot (sonde_mem_snapshot_begin/end) that serves small reads from
+ * whole pages read once per walk. Nothing here runs in a signal handler
+ * (reads are free of allocation and locks; snapshot_begin allocates once).
  */
 #include "pyread.h"
 
@@ -18,6 +20,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -64,7 +68,29 @@ int sonde_mem_open(sonde_mem_t *mem, pid_t pid)
     mem->use_procmem = false;
     mem->reads = 0;
     mem->faults = 0;
+    mem->pages = NULL;
+    mem->direct = false;
     if (!mem->self && kill(pid, 0) != 0 && errno == ESRCH) return -ESRCH;
+    return 0;
+}
+
+/* ---- direct mode (the memory profiler reading its own thread) -------------- */
+
+int sonde_mem_open_direct(sonde_mem_t *mem)
+{
+    sonde_mem_open(mem, 0);
+    mem->direct = true;
+    return 0;
+}
+
+static int mem_read_copy(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
+{
+    if (addr < MEM_LOWEST_ADDR || addr >= MEM_ADDR_LIMIT || len >= MEM_ADDR_LIMIT - addr) {
+        mem->faults++;
+        return -EFAULT;
+    }
+    memcpy(buf, (const void *)(uintptr_t)addr, len);
+    mem->reads++;
     return 0;
 }
 
@@ -102,15 +128,96 @@ static int mem_read_procmem(sonde_mem_t *mem, uint64_t addr, void *buf, size_t l
     return done == len ? 0 : -EFAULT;
 }
 
+/* ---- page snapshot ---------------------------------------------------------- */
+
+#define MEM_PAGE_SIZE 4096ull
+
+struct sonde_mem_pages {
+    bool active;                           /* between begin and end */
+    int n;                                 /* pages held */
+    uint64_t addr[SONDE_MEM_SNAPSHOT_PAGES]; /* page address; bit 0 set: unreadable */
+    uint8_t data[SONDE_MEM_SNAPSHOT_PAGES][MEM_PAGE_SIZE];
+};
+
+static int mem_read_syscall(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len);
+
+/* The copy of the page at page_addr, read on first use; NULL when it is
+ * unreadable or the snapshot is full. */
+static const uint8_t *mem_snapshot_page(sonde_mem_t *mem, uint64_t page_addr)
+{
+    struct sonde_mem_pages *pages = mem->pages;
+    for (int i = 0; i < pages->n; i++) {
+        if (pages->addr[i] == page_addr) return pages->data[i];
+        if (pages->addr[i] == (page_addr | 1)) return NULL;
+    }
+    if (pages->n >= SONDE_MEM_SNAPSHOT_PAGES) return NULL;
+    int slot = pages->n++;
+    if (mem_read_syscall(mem, page_addr, pages->data[slot], MEM_PAGE_SIZE) != 0) {
+        pages->addr[slot] = page_addr | 1;
+        mem->faults--; /* a probe, not a failed read of the caller's */
+        return NULL;
+    }
+    pages->addr[slot] = page_addr;
+    return pages->data[slot];
+}
+
+/* Serves a read from the snapshot: 0, or -EAGAIN to read direct. */
+static int mem_snapshot_read(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
+{
+    uint64_t first = addr & ~(MEM_PAGE_SIZE - 1);
+    uint64_t last = (addr + len - 1) & ~(MEM_PAGE_SIZE - 1);
+    const uint8_t *page0 = mem_snapshot_page(mem, first);
+    if (!page0) return -EAGAIN;
+    if (first == last) {
+        memcpy(buf, page0 + (addr - first), len);
+        return 0;
+    }
+    const uint8_t *page1 = mem_snapshot_page(mem, last);
+    if (!page1) return -EAGAIN;
+    size_t head = (size_t)(last - addr);
+    memcpy(buf, page0 + (addr - first), head);
+    memcpy((uint8_t *)buf + head, page1, len - head);
+    return 0;
+}
+
+int sonde_mem_snapshot_begin(sonde_mem_t *mem)
+{
+    if (!mem->pages) {
+        mem->pages = malloc(sizeof *mem->pages);
+        if (!mem->pages) return -ENOMEM;
+    }
+    mem->pages->active = true;
+    mem->pages->n = 0;
+    return 0;
+}
+
+void sonde_mem_snapshot_end(sonde_mem_t *mem)
+{
+    if (mem->pages) {
+        mem->pages->active = false;
+        mem->pages->n = 0;
+    }
+}
+
 /* Reads exactly len bytes at addr into buf. Returns 0, -EFAULT for an
  * unmapped or partially mapped range, -ESRCH when the process is gone, or
  * -EPERM/-EACCES when reading is not permitted; on error buf may hold part
  * of the data. Never faults the caller. */
 int sonde_mem_read(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
 {
+    if (len == 0) return 0;
+    if (mem->direct) return mem_read_copy(mem, addr, buf, len);
+    if (mem->pages && mem->pages->active && len <= MEM_PAGE_SIZE && addr >= MEM_LOWEST_ADDR &&
+        addr < MEM_ADDR_LIMIT - MEM_PAGE_SIZE && !mem->self &&
+        mem_snapshot_read(mem, addr, buf, len) == 0)
+        return 0;
+    return mem_read_syscall(mem, addr, buf, len);
+}
+
+static int mem_read_syscall(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
+{
     int rc = 0;
 
-    if (len == 0) return 0;
     if (SONDE_UNLIKELY(mem->self && mem->fork_generation !=
                                         atomic_load_explicit(&mem_forks, memory_order_relaxed)))
         mem_follow_fork(mem);
@@ -156,4 +263,6 @@ void sonde_mem_close(sonde_mem_t *mem)
 {
     if (mem->mem_fd >= 0) close(mem->mem_fd);
     mem->mem_fd = -1;
+    free(mem->pages);
+    mem->pages = NULL;
 }

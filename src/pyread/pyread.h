@@ -35,16 +35,39 @@ typedef struct sonde_mem {
     unsigned fork_generation; /* forks seen by this source (self only) */
     uint64_t reads;           /* statistics: successful reads */
     uint64_t faults;          /* statistics: failed reads */
+    struct sonde_mem_pages *pages; /* owned; page snapshot (attach), NULL
+                                      when never used */
+    bool direct;              /* reads this process by plain copies (see
+                                 sonde_mem_open_direct) */
 } sonde_mem_t;
 
 /* Opens a memory source. pid 0 means this process (in a child after
  * fork(), the child's own memory). Returns 0 or -errno. */
 int sonde_mem_open(sonde_mem_t *mem, pid_t pid);
+/* Opens a source that reads this process by plain copies (memcpy), for a
+ * thread reading its own frames from inside an allocator hook: they cannot
+ * change while it reads them, and a system call per read would cost too
+ * much there. Addresses are still bounds-checked, but an unmapped one
+ * faults: use it only on memory known to be live. Returns 0. */
+int sonde_mem_open_direct(sonde_mem_t *mem);
 /* Reads exactly len bytes at addr. Returns 0, or -EFAULT for an unmapped or
  * partially mapped range, -ESRCH if the process is gone, -EPERM/-EACCES if
  * reading is not permitted. Never faults the caller. */
 int sonde_mem_read(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len);
 void sonde_mem_close(sonde_mem_t *mem);
+
+/* Page snapshot, for a reader of another process (where each read is a
+ * system call of a few microseconds): between begin and end, a read of at
+ * most one page is served from a copy of the whole page(s) it touches,
+ * each page read once (at most SONDE_MEM_SNAPSHOT_PAGES of them; further
+ * reads, larger ones and unreadable pages go direct). A frame walk of
+ * CPython 3.11+ (frames packed in per-thread chunks) then costs a few
+ * reads instead of one or two per frame. What a snapshot returns may be
+ * as old as its begin: use one per walk. begin returns 0 or -ENOMEM (reads
+ * then simply go direct); end is a no-op without begin. */
+#define SONDE_MEM_SNAPSHOT_PAGES 64
+int sonde_mem_snapshot_begin(sonde_mem_t *mem);
+void sonde_mem_snapshot_end(sonde_mem_t *mem);
 
 /* ---- per-version layouts ------------------------------------------------ */
 

@@ -32,6 +32,117 @@ static double columns_samples(const sonde__row_t *row, const sonde_profile_t *pr
     return (double)row->samples;
 }
 
+/* ---- memory (sonde run --memory) ---------------------------------------- */
+
+static double columns_malloc_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->malloc_mb : 0;
+}
+
+static double columns_mallocs(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? (double)row->mem->mallocs : 0;
+}
+
+static double columns_avg_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->avg_mb : 0;
+}
+
+static double columns_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->peak_mb : 0;
+}
+
+static double columns_python_fraction(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->python_fraction : 0;
+}
+
+static double columns_usage_fraction(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? sonde__memory_usage_fraction(row->mem, prof) : 0;
+}
+
+static double columns_copy_mb_s(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem && prof->elapsed_sec > 0 ? row->mem->copy_mb / prof->elapsed_sec : 0;
+}
+
+double sonde__memory_usage_fraction(const sonde_line_memory_t *mem, const sonde_profile_t *prof)
+{
+    double total = 0;
+    for (size_t i = 0; i < prof->n_files; i++)
+        for (size_t j = 0; j < prof->files[i].n_lines; j++)
+            total += prof->files[i].lines[j].mem.malloc_mb;
+    return total > 0 ? mem->malloc_mb / total : 0;
+}
+
+double sonde__memory_growth_percent(const sonde_profile_t *prof)
+{
+    const sonde_timeline_t *tl = &prof->footprint;
+    if (tl->n < 2 || !(tl->points[0].mb > 0)) return 0;
+    return 100.0 * (tl->points[tl->n - 1].mb - tl->points[0].mb) / tl->points[0].mb;
+}
+
+void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char *buf, size_t size)
+{
+    static const char *const levels[] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83",
+                                         "\xe2\x96\x84", "\xe2\x96\x85", "\xe2\x96\x86",
+                                         "\xe2\x96\x87", "\xe2\x96\x88"}; /* ▁..█ */
+    size_t used = 0;
+    if (size) buf[0] = 0;
+    if (!tl->n || width <= 0 || size < 4) return;
+    int cells = tl->n < (size_t)width ? (int)tl->n : width;
+    for (int c = 0; c < cells && used + 4 <= size; c++) {
+        /* The highest point in this cell's share of the timeline. */
+        size_t from = (size_t)c * tl->n / (size_t)cells;
+        size_t to = (size_t)(c + 1) * tl->n / (size_t)cells;
+        double v = tl->points[from].mb;
+        for (size_t i = from + 1; i < to; i++)
+            if (tl->points[i].mb > v) v = tl->points[i].mb;
+        int level = max_mb > 0 && v > 0 ? (int)(v / max_mb * 7.0 + 0.5) : 0;
+        if (level > 7) level = 7;
+        if (level < 0) level = 0;
+        memcpy(buf + used, levels[level], 3);
+        used += 3;
+    }
+    buf[used] = 0;
+}
+
+/* ---- GPU (through NVML; only when prof->has_gpu) ------------------------- */
+
+static double columns_gpu_percent(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->gpu ? sonde__gpu_percent(row->gpu) : 0;
+}
+
+static double columns_gpu_avg_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->gpu ? sonde__gpu_avg_mb(row->gpu) : 0;
+}
+
+static double columns_gpu_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->gpu ? row->gpu->peak_mem_mb : 0;
+}
+
+sonde_line_gpu_t sonde__gpu_totals(const sonde_profile_t *prof)
+{
+    sonde_line_gpu_t sum = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < prof->n_files; i++) {
+        for (size_t j = 0; j < prof->files[i].n_lines; j++) {
+            const sonde_line_gpu_t *gpu = &prof->files[i].lines[j].gpu;
+            sum.util_sum += gpu->util_sum;
+            sum.samples += gpu->samples;
+            sum.mem_sum_mb += gpu->mem_sum_mb;
+            sum.sec += gpu->sec;
+            if (gpu->peak_mem_mb > sum.peak_mem_mb) sum.peak_mem_mb = gpu->peak_mem_mb;
+        }
+    }
+    return sum;
+}
+
 /* Colours: Python cyan, native green, system yellow (bold variants read
  * poorly on light terminals). Bar glyphs differ too, so the split stays
  * readable without colour. */
@@ -43,12 +154,30 @@ const sonde__column_t sonde__columns[] = {
     {"n_sys_percent", "sys_percent", "system", "33", "\xe2\x96\x91" /* ░ */, SONDE__UNIT_PERCENT,
      columns_system},
     {"n_samples", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_samples},
+    /* Memory (Scalene's names); blue for memory, magenta for copying. */
+    {"n_malloc_mb", NULL, NULL, NULL, NULL, SONDE__UNIT_MB, columns_malloc_mb, true},
+    {"n_mallocs", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_mallocs, true},
+    {"n_avg_mb", NULL, "avg MB", "34", NULL, SONDE__UNIT_MB, columns_avg_mb, true},
+    {"n_peak_mb", NULL, "peak MB", "34", NULL, SONDE__UNIT_MB, columns_peak_mb, true},
+    {"n_python_fraction", NULL, "mem py", "34", NULL, SONDE__UNIT_FRACTION,
+     columns_python_fraction, true},
+    {"n_usage_fraction", NULL, NULL, NULL, NULL, SONDE__UNIT_FRACTION, columns_usage_fraction,
+     true},
+    {"n_copy_mb_s", NULL, "copy MB/s", "35", NULL, SONDE__UNIT_MB_S, columns_copy_mb_s, true},
+    /* GPU (Scalene's names): mean utilisation and memory while the line
+     * ran, and its peak memory; red. */
+    {"n_gpu_percent", NULL, "GPU util", "31", NULL, SONDE__UNIT_LEVEL_PERCENT,
+     columns_gpu_percent, false, true},
+    {"n_gpu_avg_memory_mb", NULL, NULL, NULL, NULL, SONDE__UNIT_MB, columns_gpu_avg_mb, false,
+     true},
+    {"n_gpu_peak_memory_mb", NULL, "GPU MB", "31", NULL, SONDE__UNIT_MB, columns_gpu_peak_mb,
+     false, true},
 };
 const size_t sonde__n_columns = SONDE_ARRAY_LEN(sonde__columns);
 
 sonde__row_t sonde__row_of_file(const sonde_file_stats_t *file)
 {
-    sonde__row_t sum = {0, 0, 0, 0};
+    sonde__row_t sum = {0, 0, 0, 0, NULL};
     for (size_t i = 0; i < file->n_lines; i++) {
         sonde__row_t row = sonde__row_of_line(&file->lines[i]);
         sonde__row_accumulate(&sum, &row);
@@ -58,7 +187,7 @@ sonde__row_t sonde__row_of_file(const sonde_file_stats_t *file)
 
 sonde__row_t sonde__row_of_profile(const sonde_profile_t *prof)
 {
-    sonde__row_t sum = {0, 0, 0, 0};
+    sonde__row_t sum = {0, 0, 0, 0, NULL};
     for (size_t i = 0; i < prof->n_files; i++) {
         sonde__row_t row = sonde__row_of_file(&prof->files[i]);
         sonde__row_accumulate(&sum, &row);

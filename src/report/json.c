@@ -6,7 +6,10 @@
  * here without touching this file. Every string goes through
  * sonde_buf_json_string (which also keeps "</script>" out of the output,
  * for the HTML viewer) and every fraction through sonde_buf_json_number.
- * Called by the CLI and the extension after sampling; never in a signal
+ * Also writes each file's source text (so that a report viewer can show
+ * the lines around the hot ones) and, when the profile has call stacks,
+ * the top-level "call_stacks" object (flame graphs). Called by the CLI,
+ * the extension and the HTML writer after sampling; never in a signal
  * handler.
  */
 #include "report_internal.h"
@@ -43,6 +46,7 @@ static void json_figures(sonde_buf_t *out, const sonde_profile_t *prof, const so
 {
     for (size_t i = 0; i < sonde__n_columns; i++) {
         const sonde__column_t *col = &sonde__columns[i];
+        if (!sonde__column_applies(col, prof, row)) continue;
         sonde_buf_puts(out, ", ");
         sonde_buf_json_string(out, col->json_name);
         sonde_buf_puts(out, ": ");
@@ -104,6 +108,91 @@ static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
     sonde_buf_puts(out, ",\n");
 }
 
+/* ---- memory (sonde run --memory; only when prof->has_memory) ------------- */
+
+/* A timeline as [[seconds, MB], ...]. */
+static void json_timeline(sonde_buf_t *out, const sonde_timeline_t *tl)
+{
+    sonde_buf_putc(out, '[');
+    for (size_t i = 0; i < tl->n; i++) {
+        sonde_buf_puts(out, i ? ", [" : "[");
+        sonde_buf_json_number(out, tl->points[i].t_sec, JSON_SECONDS_DIGITS);
+        sonde_buf_puts(out, ", ");
+        sonde_buf_json_number(out, tl->points[i].mb, JSON_PERCENT_DIGITS);
+        sonde_buf_putc(out, ']');
+    }
+    sonde_buf_putc(out, ']');
+}
+
+/* The run's memory fields, each followed by ",\n". */
+static void json_memory_run(sonde_buf_t *out, const sonde_profile_t *prof)
+{
+    const char *in = "  ";
+    json_key(out, in, "memory");
+    sonde_buf_puts(out, "true,\n");
+    json_key(out, in, "max_footprint_mb");
+    sonde_buf_json_number(out, prof->max_footprint_mb, JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "max_footprint_fname");
+    json_string_or_null(out, prof->max_footprint_file);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "max_footprint_lineno");
+    sonde_buf_printf(out, "%d,\n", prof->max_footprint_file ? prof->max_footprint_lineno : 0);
+    json_key(out, in, "growth_rate");
+    sonde_buf_json_number(out, sonde__memory_growth_percent(prof), JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "samples");
+    json_timeline(out, &prof->footprint);
+    sonde_buf_puts(out, ",\n");
+}
+
+/* ---- GPU (only when prof->has_gpu) ----------------------------------------- */
+
+/* The run's GPU fields, each followed by ",\n": the devices, whether the
+ * figures are this process tree's own, and the means over every sample
+ * that had a GPU reading. */
+static void json_gpu_run(sonde_buf_t *out, const sonde_profile_t *prof)
+{
+    const char *in = "  ";
+    sonde_line_gpu_t total = sonde__gpu_totals(prof);
+    json_key(out, in, "gpu");
+    sonde_buf_puts(out, "true,\n");
+    json_key(out, in, "gpu_device");
+    json_string_or_null(out, prof->gpu_device);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "gpu_per_process");
+    sonde_buf_puts(out, prof->gpu_per_process ? "true,\n" : "false,\n");
+    json_key(out, in, "gpu_percent");
+    sonde_buf_json_number(out, sonde__gpu_percent(&total), JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "gpu_avg_memory_mb");
+    sonde_buf_json_number(out, sonde__gpu_avg_mb(&total), JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
+    json_key(out, in, "gpu_peak_memory_mb");
+    sonde_buf_json_number(out, total.peak_mem_mb, JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
+}
+
+/* ", \"leaks\": {...}" of a file: its likely leaks by line number. */
+static void json_leaks(sonde_buf_t *out, const sonde_file_stats_t *file)
+{
+    sonde_buf_puts(out, ",\n");
+    json_key(out, "      ", "leaks");
+    sonde_buf_putc(out, '{');
+    bool any = false;
+    for (size_t i = 0; i < file->n_lines; i++) {
+        const sonde_line_memory_t *mem = &file->lines[i].mem;
+        if (!sonde__memory_is_leak(mem)) continue;
+        sonde_buf_printf(out, "%s\"%d\": {\"likelihood\": ", any ? ", " : "", file->lines[i].lineno);
+        sonde_buf_json_number(out, mem->leak_likelihood, JSON_PERCENT_DIGITS);
+        sonde_buf_puts(out, ", \"velocity_mb_s\": ");
+        sonde_buf_json_number(out, mem->leak_velocity_mb_s, JSON_PERCENT_DIGITS);
+        sonde_buf_putc(out, '}');
+        any = true;
+    }
+    sonde_buf_putc(out, '}');
+}
+
 static void json_file(sonde_buf_t *out, const sonde_profile_t *prof, const sonde_file_stats_t *file)
 {
     sonde_buf_puts(out, "    ");
@@ -125,6 +214,10 @@ static void json_file(sonde_buf_t *out, const sonde_profile_t *prof, const sonde
         sonde_buf_json_string(out, text);
         sonde__row_t row = sonde__row_of_line(line);
         json_figures(out, prof, &row);
+        if (prof->has_memory) {
+            sonde_buf_puts(out, ", \"memory_samples\": ");
+            json_timeline(out, &line->mem.timeline);
+        }
         sonde_buf_putc(out, '}');
     }
     sonde_buf_puts(out, file->n_lines ? "\n      ],\n" : "],\n");
@@ -141,8 +234,69 @@ static void json_file(sonde_buf_t *out, const sonde_profile_t *prof, const sonde
         json_figures(out, prof, &row);
         sonde_buf_putc(out, '}');
     }
-    sonde_buf_puts(out, file->n_funcs ? "\n      ]\n" : "]\n");
-    sonde_buf_puts(out, "    }");
+    sonde_buf_puts(out, file->n_funcs ? "\n      ]" : "]");
+    if (prof->has_memory) json_leaks(out, file);
+
+    if (file->source) {
+        sonde_buf_puts(out, ",\n");
+        json_key(out, "      ", "source");
+        sonde_buf_putc(out, '[');
+        for (size_t i = 0; i < file->n_source; i++) {
+            sonde_buf_puts(out, i ? ",\n        " : "\n        ");
+            sonde_buf_json_string(out, file->source[i]);
+        }
+        sonde_buf_puts(out, file->n_source ? "\n      ]" : "]");
+    }
+    sonde_buf_puts(out, "\n    }");
+}
+
+/* "call_stacks": interned frames, thread names, and each unique stack as
+ * root-first frame indices with its weight (docs/json-format.md). */
+static void json_stacks(sonde_buf_t *out, const sonde_profile_t *prof)
+{
+    json_key(out, "  ", "call_stacks");
+    sonde_buf_puts(out, "{\n");
+    json_key(out, "    ", "frames");
+    sonde_buf_putc(out, '[');
+    for (size_t i = 0; i < prof->n_frames; i++) {
+        const sonde_stack_frame_t *f = &prof->frames[i];
+        sonde_buf_puts(out, i ? ",\n      " : "\n      ");
+        sonde_buf_puts(out, "{\"name\": ");
+        sonde_buf_json_string(out, f->func ? f->func : "");
+        sonde_buf_puts(out, ", \"file\": ");
+        sonde_buf_json_string(out, f->file ? f->file : "");
+        sonde_buf_printf(out, ", \"line\": %d}", f->line);
+    }
+    sonde_buf_puts(out, prof->n_frames ? "\n    ],\n" : "],\n");
+
+    json_key(out, "    ", "threads");
+    sonde_buf_putc(out, '[');
+    for (size_t i = 0; i < prof->n_threads; i++) {
+        if (i) sonde_buf_puts(out, ", ");
+        sonde_buf_json_string(out, prof->thread_names[i] ? prof->thread_names[i] : "");
+    }
+    sonde_buf_puts(out, "],\n");
+
+    json_key(out, "    ", "samples");
+    sonde_buf_putc(out, '[');
+    for (size_t i = 0; i < prof->n_stacks; i++) {
+        const sonde_stack_t *s = &prof->stacks[i];
+        sonde_buf_puts(out, i ? ",\n      " : "\n      ");
+        sonde_buf_puts(out, "{\"frames\": [");
+        for (uint32_t d = 0; d < s->depth; d++)
+            sonde_buf_printf(out, d ? ", %u" : "%u", (unsigned)s->frames[d]);
+        sonde_buf_puts(out, "], \"thread\": ");
+        if (s->thread >= 0)
+            sonde_buf_printf(out, "%d", s->thread);
+        else
+            sonde_buf_puts(out, "null");
+        sonde_buf_puts(out, ", \"count\": ");
+        json_count(out, s->samples);
+        sonde_buf_puts(out, ", \"sec\": ");
+        sonde_buf_json_number(out, (double)s->ns / SONDE_NS_PER_SEC, JSON_SECONDS_DIGITS);
+        sonde_buf_putc(out, '}');
+    }
+    sonde_buf_puts(out, prof->n_stacks ? "\n    ]\n  }" : "]\n  }");
 }
 
 int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out)
@@ -153,13 +307,20 @@ int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out)
 
     sonde_buf_puts(out, "{\n");
     json_run(out, prof);
+    if (prof->has_memory) json_memory_run(out, prof);
+    if (prof->has_gpu) json_gpu_run(out, prof);
     json_key(out, "  ", "files");
     sonde_buf_putc(out, '{');
     for (size_t i = 0; i < prof->n_files; i++) {
         sonde_buf_puts(out, i ? ",\n" : "\n");
         json_file(out, prof, &prof->files[order[i]]);
     }
-    sonde_buf_puts(out, prof->n_files ? "\n  }\n}\n" : "}\n}\n");
+    sonde_buf_puts(out, prof->n_files ? "\n  }" : "}");
+    if (prof->n_stacks) {
+        sonde_buf_puts(out, ",\n");
+        json_stacks(out, prof);
+    }
+    sonde_buf_puts(out, "\n}\n");
     free(order);
     return sonde_buf_error(out);
 }

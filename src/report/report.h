@@ -51,4 +51,46 @@ int sonde_write_output(const char *path, const void *data, size_t len);
  * Returns 0 or -errno. */
 int sonde_check_output(const char *path);
 
+/* HTML report (html.c): one self-contained page — the JSON report embedded,
+ * the viewer's CSS and JS (every *.css and *.js file of viewer_dir, by
+ * name) inlined, no network access. viewer_dir is <package>/viewer
+ * (sonde_ext_pkg_dir, sonde_cli_pkg_dir). Appends to out; on error out is
+ * left as it was. Returns 0, -ENOMEM, -ENOENT (no viewer in viewer_dir),
+ * -EINVAL (a viewer file contains "</script", "</style" or "<!--") or
+ * another -errno from reading viewer_dir. */
+int sonde_report_html(const sonde_profile_t *prof, const char *viewer_dir, sonde_buf_t *out);
+
+/* The same page around a JSON text that is already known to be a profile:
+ * every '<', '>' and '&' byte of it is embedded as \u003c, \u003e, \u0026
+ * (valid in JSON strings, impossible outside them), so no text can leave
+ * the data element. Does not validate; errors as sonde_report_html. */
+int sonde_report_html_page(const char *json_text, size_t len, const char *viewer_dir,
+                           sonde_buf_t *out);
+
+/* `sonde view` (html_json.c, linked into the command only: it parses with
+ * cJSON): checks that json_text is JSON with a "files" object of file
+ * entries (as sonde and Scalene write), then builds the page. A leading
+ * UTF-8 byte-order mark is skipped. Returns 0; -EBADMSG (not JSON) or
+ * -EPROTO (JSON, but not a profile), with a one-line reason in why; or an
+ * error of sonde_report_html_page. why may be NULL. */
+int sonde_report_html_from_json(const char *json_text, size_t len, const char *viewer_dir,
+                                sonde_buf_t *out, char *why, size_t why_len);
+
+/* ---- call stacks (sonde attach/record; prof->stacks, prof->frames) ------
+ * Each writer appends to out and returns 0 or -ENOMEM; a profile without
+ * stacks gives a valid, empty document of its format. Names are untrusted
+ * and escaped for each format (see each file's banner). */
+
+/* Folded stacks (Brendan Gregg): "root;...;leaf count" per line, frames as
+ * "func (file:line)", the thread's name first when stacks are per thread. */
+int sonde_report_folded(const sonde_profile_t *prof, sonde_buf_t *out);
+
+/* A self-contained interactive flame graph (SVG with its own script: hover,
+ * click to zoom, search; nothing loaded from the network). */
+int sonde_report_flamegraph(const sonde_profile_t *prof, sonde_buf_t *out);
+
+/* speedscope's file format: shared frames and one sampled profile per
+ * thread (one for the program when stacks are merged). */
+int sonde_report_speedscope(const sonde_profile_t *prof, sonde_buf_t *out);
+
 #endif

@@ -19,17 +19,24 @@ typedef struct sonde__row {
     sonde_ns_t native_ns;
     sonde_ns_t system_ns;
     uint64_t samples;
+    const sonde_line_memory_t *mem; /* a line's memory figures (borrowed);
+                                       NULL for other rows */
+    const sonde_line_gpu_t *gpu;    /* a line's or function's GPU figures
+                                       (borrowed); NULL for other rows */
 } sonde__row_t;
 
 static inline sonde__row_t sonde__row_of_line(const sonde_line_stats_t *line)
 {
-    sonde__row_t row = {line->python_ns, line->native_ns, line->system_ns, line->samples};
+    sonde__row_t row = {line->python_ns, line->native_ns, line->system_ns, line->samples,
+                        &line->mem};
+    row.gpu = &line->gpu;
     return row;
 }
 
 static inline sonde__row_t sonde__row_of_func(const sonde_func_stats_t *func)
 {
     sonde__row_t row = {func->python_ns, func->native_ns, func->system_ns, func->samples};
+    row.gpu = &func->gpu;
     return row;
 }
 
@@ -65,6 +72,11 @@ static inline double sonde__row_share(const sonde__row_t *row, const sonde_profi
 typedef enum sonde__unit {
     SONDE__UNIT_PERCENT, /* percent of the run's total time (total_ns) */
     SONDE__UNIT_COUNT,   /* a plain count */
+    SONDE__UNIT_MB,      /* megabytes (memory columns) */
+    SONDE__UNIT_MB_S,    /* megabytes per second */
+    SONDE__UNIT_FRACTION, /* 0..1 (JSON), shown as a percentage */
+    SONDE__UNIT_LEVEL_PERCENT, /* a level in percent, 0..100 (GPU utilisation),
+                                  not a share of the run's time */
 } sonde__unit_t;
 
 /* One figure the writers report for each line and function. */
@@ -77,10 +89,64 @@ typedef struct sonde__column {
                                     with this glyph (UTF-8, one column) */
     sonde__unit_t unit;
     double (*value)(const sonde__row_t *row, const sonde_profile_t *prof);
+    bool memory;                 /* a memory figure: reported only when the
+                                    profile has memory (--memory), and only
+                                    for lines (rows with mem) */
+    bool gpu;                    /* a GPU figure: reported only when the
+                                    profile has GPU figures (has_gpu), for
+                                    lines and functions (rows with gpu) */
 } sonde__column_t;
 
 extern const sonde__column_t sonde__columns[];
 extern const size_t sonde__n_columns;
+
+/* Whether a column appears in this profile's reports at all. */
+static inline bool sonde__column_shown(const sonde__column_t *col, const sonde_profile_t *prof)
+{
+    return (!col->memory || prof->has_memory) && (!col->gpu || prof->has_gpu);
+}
+
+/* Whether a column has a figure for this row. */
+static inline bool sonde__column_applies(const sonde__column_t *col, const sonde_profile_t *prof,
+                                         const sonde__row_t *row)
+{
+    return (!col->memory || (prof->has_memory && row->mem)) &&
+           (!col->gpu || (prof->has_gpu && row->gpu));
+}
+
+/* ---- memory (columns.c) ------------------------------------------------- */
+
+/* A line's share of all the memory the profile's lines allocated (0..1). */
+double sonde__memory_usage_fraction(const sonde_line_memory_t *mem, const sonde_profile_t *prof);
+/* Whether a line is listed as a likely leak. */
+static inline bool sonde__memory_is_leak(const sonde_line_memory_t *mem)
+{
+    return mem->leak_likelihood > 0;
+}
+/* The footprint's growth over the run, in percent of where it started (0
+ * without a timeline). */
+double sonde__memory_growth_percent(const sonde_profile_t *prof);
+/* A sparkline of a timeline (UTF-8 block characters, `width` cells at
+ * most, scaled from 0 to max_mb), into buf (at least 4 * width + 1
+ * bytes). Empty for an empty timeline. */
+void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char *buf,
+                      size_t size);
+
+/* ---- GPU (columns.c) ---------------------------------------------------- */
+
+/* The GPU figures of every line of the profile together (sums, and the
+ * highest peak). */
+sonde_line_gpu_t sonde__gpu_totals(const sonde_profile_t *prof);
+/* Time-weighted mean utilisation (%) and memory (MB) of a set of GPU
+ * figures; 0 without samples. */
+static inline double sonde__gpu_percent(const sonde_line_gpu_t *gpu)
+{
+    return gpu->sec > 0 ? gpu->util_sum / gpu->sec : 0;
+}
+static inline double sonde__gpu_avg_mb(const sonde_line_gpu_t *gpu)
+{
+    return gpu->sec > 0 ? gpu->mem_sum_mb / gpu->sec : 0;
+}
 
 /* Indices into prof->files ordered as reports list files: by total time,
  * descending, then by path. On success *order_out is owned by the caller

@@ -29,6 +29,9 @@
 #define TEXT_SGR_TITLE "1"
 #define TEXT_SGR_DIM "2"
 #define TEXT_MARKER "..."
+#define TEXT_SPARK_W 10     /* a line's memory timeline (--memory) */
+#define TEXT_SPARK_TITLE "timeline"
+#define TEXT_RUN_SPARK_W 30 /* the program's footprint in the header */
 
 #define TEXT_NO_SAMPLES                                                                            \
     "sonde: no samples: the program ran for less than one sampling interval or "                   \
@@ -85,7 +88,9 @@ static text_layout_t text_layout_for(const text_ctx_t *ctx, long long max_lineno
     lay.line_w = digits > TEXT_LINE_MIN ? digits : TEXT_LINE_MIN;
     int fixed = lay.line_w + TEXT_GAP;
     for (size_t i = 0; i < sonde__n_columns; i++)
-        if (sonde__columns[i].title) fixed += TEXT_GAP + text_cell_width(&sonde__columns[i]);
+        if (sonde__columns[i].title && sonde__column_shown(&sonde__columns[i], ctx->prof))
+            fixed += TEXT_GAP + text_cell_width(&sonde__columns[i]);
+    if (ctx->prof->has_memory) fixed += TEXT_GAP + TEXT_SPARK_W;
     int room = ctx->width - fixed - TEXT_SOURCE_MIN - TEXT_GAP;
     lay.bar_w = room < 3 ? 0 : room < TEXT_BAR_MAX ? room : TEXT_BAR_MAX;
     return lay;
@@ -96,14 +101,24 @@ static text_layout_t text_layout_for(const text_ctx_t *ctx, long long max_lineno
 static void text_format_cell(const text_ctx_t *ctx, const sonde__column_t *col,
                              const sonde__row_t *row, char *cell, size_t size)
 {
-    double v = col->value(row, ctx->prof);
     cell[0] = 0;
+    if (!sonde__column_applies(col, ctx->prof, row)) return;
+    double v = col->value(row, ctx->prof);
     if (!(v > 0)) return; /* zero figures stay blank, as in Scalene */
     if (col->unit == SONDE__UNIT_PERCENT) {
         if (v < 0.05)
             snprintf(cell, size, "<0.1%%");
         else
             snprintf(cell, size, "%.1f%%", v);
+    } else if (col->unit == SONDE__UNIT_FRACTION) {
+        snprintf(cell, size, v < 0.005 ? "<1%%" : "%.0f%%", 100 * v);
+    } else if (col->unit == SONDE__UNIT_LEVEL_PERCENT) {
+        snprintf(cell, size, v < 0.5 ? "<1%%" : "%.0f%%", v);
+    } else if (col->unit == SONDE__UNIT_MB || col->unit == SONDE__UNIT_MB_S) {
+        if (v < 0.05)
+            snprintf(cell, size, "<0.1");
+        else
+            snprintf(cell, size, v < 1000 ? "%.1f" : "%.0f", v);
     } else {
         snprintf(cell, size, "%.0f", v);
     }
@@ -152,6 +167,24 @@ static void text_bar(text_ctx_t *ctx, const sonde__row_t *row, int bar_w)
     }
 }
 
+/* --memory: the line's footprint timeline as a sparkline cell. */
+static void text_spark_cell(text_ctx_t *ctx, const sonde__row_t *row)
+{
+    sonde__tline_t *tl = &ctx->tl;
+    char spark[4 * TEXT_SPARK_W + 1] = "";
+    sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+    int end = tl->col + TEXT_SPARK_W;
+    if (row && row->mem)
+        sonde__sparkline(&row->mem->timeline, ctx->prof->max_footprint_mb, TEXT_SPARK_W, spark,
+                         sizeof spark);
+    if (spark[0]) {
+        sonde__tline_sgr(tl, "34");
+        sonde__tline_text(tl, spark);
+        sonde__tline_sgr(tl, NULL);
+    }
+    sonde__tline_pad_to(tl, end);
+}
+
 /* One table row: label in the Line column, the figures (none when row is
  * NULL), the bar, then text. Dim rows (context, markers) are drawn faint. */
 static void text_row(text_ctx_t *ctx, const text_layout_t *lay, const char *label,
@@ -162,7 +195,7 @@ static void text_row(text_ctx_t *ctx, const text_layout_t *lay, const char *labe
     sonde__tline_right(tl, label, lay->line_w);
     for (size_t i = 0; i < sonde__n_columns; i++) {
         const sonde__column_t *col = &sonde__columns[i];
-        if (!col->title) continue;
+        if (!col->title || !sonde__column_shown(col, ctx->prof)) continue;
         int cell_w = text_cell_width(col);
         sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
         char cell[32] = "";
@@ -175,6 +208,7 @@ static void text_row(text_ctx_t *ctx, const text_layout_t *lay, const char *labe
             sonde__tline_pad_to(tl, tl->col + cell_w);
         }
     }
+    if (ctx->prof->has_memory) text_spark_cell(ctx, row);
     if (lay->bar_w) {
         sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
         int bar_end = tl->col + lay->bar_w;
@@ -193,7 +227,7 @@ static void text_heading(text_ctx_t *ctx, const text_layout_t *lay, const char *
     sonde__tline_right(tl, "Line", lay->line_w);
     for (size_t i = 0; i < sonde__n_columns; i++) {
         const sonde__column_t *col = &sonde__columns[i];
-        if (!col->title) continue;
+        if (!col->title || !sonde__column_shown(col, ctx->prof)) continue;
         char sgr[32];
         snprintf(sgr, sizeof sgr, "%s;%s", TEXT_SGR_TITLE, col->sgr ? col->sgr : "39");
         sonde__tline_sgr(tl, sgr);
@@ -201,6 +235,12 @@ static void text_heading(text_ctx_t *ctx, const text_layout_t *lay, const char *
         sonde__tline_right(tl, col->title, text_cell_width(col));
     }
     sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+    if (ctx->prof->has_memory) {
+        sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
+        int end = tl->col + TEXT_SPARK_W;
+        sonde__tline_text(tl, TEXT_SPARK_TITLE);
+        sonde__tline_pad_to(tl, end);
+    }
     if (lay->bar_w) sonde__tline_pad_to(tl, tl->col + TEXT_GAP + lay->bar_w);
     sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
     sonde__tline_text(tl, last);
@@ -233,6 +273,50 @@ static void text_put_arg(sonde__tline_t *tl, const char *arg)
     else
         sonde__tline_text(tl, quoted.data);
     sonde_buf_free(&quoted);
+}
+
+/* --memory: the program's peak footprint, where it was reached, and its
+ * footprint over the run. */
+static void text_memory_header(text_ctx_t *ctx)
+{
+    const sonde_profile_t *prof = ctx->prof;
+    sonde__tline_t *tl = &ctx->tl;
+    char spark[4 * TEXT_RUN_SPARK_W + 1] = "";
+    sonde__tline_sgr(tl, "34");
+    sonde__tline_printf(tl, "memory: peak footprint %.1f MB", prof->max_footprint_mb);
+    sonde__tline_sgr(tl, NULL);
+    if (prof->max_footprint_file) {
+        const char *base = strrchr(prof->max_footprint_file, '/');
+        sonde__tline_printf(tl, " at %s:%d", base ? base + 1 : prof->max_footprint_file,
+                            prof->max_footprint_lineno);
+    }
+    sonde__tline_printf(tl, ", grew %+.1f%% over the run", sonde__memory_growth_percent(prof));
+    sonde__sparkline(&prof->footprint, prof->max_footprint_mb, TEXT_RUN_SPARK_W, spark,
+                     sizeof spark);
+    if (spark[0]) {
+        sonde__tline_text(tl, "  ");
+        sonde__tline_sgr(tl, "34");
+        sonde__tline_text(tl, spark);
+        sonde__tline_sgr(tl, NULL);
+    }
+    text_end_line(ctx);
+}
+
+/* The GPU (has_gpu): the devices, whose figures, and the run's means. The
+ * table's "GPU util" is a line's mean utilisation while it ran, "GPU MB"
+ * its peak GPU memory. */
+static void text_gpu_header(text_ctx_t *ctx)
+{
+    const sonde_profile_t *prof = ctx->prof;
+    sonde__tline_t *tl = &ctx->tl;
+    sonde_line_gpu_t total = sonde__gpu_totals(prof);
+    sonde__tline_sgr(tl, "31");
+    sonde__tline_printf(tl, "GPU: %.1f%% utilisation, %.1f MB on average, %.1f MB at peak",
+                        sonde__gpu_percent(&total), sonde__gpu_avg_mb(&total), total.peak_mem_mb);
+    sonde__tline_sgr(tl, NULL);
+    sonde__tline_printf(tl, " (%s; %s)", prof->gpu_device ? prof->gpu_device : "?",
+                        prof->gpu_per_process ? "this process and its children" : "whole device");
+    text_end_line(ctx);
 }
 
 static void text_header(text_ctx_t *ctx)
@@ -276,6 +360,8 @@ static void text_header(text_ctx_t *ctx)
             sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns));
         text_end_line(ctx);
     }
+    if (prof->has_memory) text_memory_header(ctx);
+    if (prof->has_gpu) text_gpu_header(ctx);
 }
 
 /* ---- one file ----------------------------------------------------------- */
@@ -289,7 +375,22 @@ static const char *text_source_at(const sonde_file_stats_t *file, int lineno)
 static bool text_line_hot(const text_ctx_t *ctx, const sonde_line_stats_t *line)
 {
     sonde__row_t row = sonde__row_of_line(line);
-    return sonde__row_share(&row, ctx->prof) >= ctx->threshold;
+    if (sonde__row_share(&row, ctx->prof) >= ctx->threshold) return true;
+    /* --memory: also the lines with a share of the memory allocated (the
+     * same threshold), and likely leaks. */
+    return ctx->prof->has_memory &&
+           (sonde__memory_is_leak(&line->mem) ||
+            (line->mem.malloc_mb > 0 &&
+             100 * sonde__memory_usage_fraction(&line->mem, ctx->prof) >= ctx->threshold));
+}
+
+/* Whether a file has a line shown for its memory alone. */
+static bool text_file_hot_memory(const text_ctx_t *ctx, const sonde_file_stats_t *file)
+{
+    if (!ctx->prof->has_memory) return false;
+    for (size_t i = 0; i < file->n_lines; i++)
+        if (text_line_hot(ctx, &file->lines[i])) return true;
+    return false;
 }
 
 static void text_file_header(text_ctx_t *ctx, const sonde_file_stats_t *file)
@@ -441,6 +542,43 @@ static int text_file(text_ctx_t *ctx, const sonde_file_stats_t *file)
     return 0;
 }
 
+/* --memory: the likely leaks, most likely first within each file. */
+static void text_leaks(text_ctx_t *ctx)
+{
+    const sonde_profile_t *prof = ctx->prof;
+    sonde__tline_t *tl = &ctx->tl;
+    bool any = false;
+    for (size_t i = 0; i < prof->n_files; i++) {
+        const sonde_file_stats_t *file = &prof->files[i];
+        for (size_t j = 0; j < file->n_lines; j++) {
+            const sonde_line_stats_t *line = &file->lines[j];
+            if (!sonde__memory_is_leak(&line->mem)) continue;
+            if (!any) {
+                text_end_line(ctx);
+                sonde__tline_sgr(tl, TEXT_SGR_TITLE);
+                sonde__tline_printf(tl, "Possible memory leaks (the footprint grew %.1f%%):",
+                                    sonde__memory_growth_percent(prof));
+                sonde__tline_sgr(tl, NULL);
+                text_end_line(ctx);
+                any = true;
+            }
+            const char *base = strrchr(file->path, '/');
+            sonde__tline_printf(tl, "  %s:%d  likelihood %.0f%%, about %.2f MB/s",
+                                base ? base + 1 : file->path, line->lineno,
+                                100 * line->mem.leak_likelihood, line->mem.leak_velocity_mb_s);
+            const char *source = text_source_at(file, line->lineno);
+            if (source) {
+                sonde__tline_text(tl, "  ");
+                sonde__tline_sgr(tl, TEXT_SGR_DIM);
+                while (*source == ' ' || *source == '\t') source++;
+                sonde__tline_text(tl, source);
+                sonde__tline_sgr(tl, NULL);
+            }
+            text_end_line(ctx);
+        }
+    }
+}
+
 /* ---- the report --------------------------------------------------------- */
 
 int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts, sonde_buf_t *out)
@@ -476,7 +614,8 @@ int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts
     sonde_ns_t hidden_ns = 0;
     for (size_t i = 0; i < prof->n_files; i++) {
         const sonde_file_stats_t *file = &prof->files[order[i]];
-        if (!ctx.all_lines && sonde__percent(file->total_ns, prof->total_ns) < ctx.threshold) {
+        if (!ctx.all_lines && sonde__percent(file->total_ns, prof->total_ns) < ctx.threshold &&
+            !text_file_hot_memory(&ctx, file)) {
             hidden++;
             hidden_ns += file->total_ns;
             continue;
@@ -493,6 +632,7 @@ int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts
         sonde__tline_sgr(&ctx.tl, NULL);
         text_end_line(&ctx);
     }
+    if (prof->has_memory) text_leaks(&ctx);
     rc = sonde__tline_error(&ctx.tl);
     if (!rc) rc = sonde_buf_error(out);
 

@@ -85,3 +85,25 @@ def test_report_at_exit_without_stop(env):
     proc = env.run_python([script], env={"PYTHONPATH": env.lib})
     check(proc.returncode == 0, proc.stderr)
     check(os.path.exists(out), "no report written at exit")
+
+
+def test_stop_in_a_forked_child(env):
+    out = os.path.join(env.tmp, "fork.json")
+    script = env.write("forkstop.py", """\
+        import os, time, sonde
+        sonde.start(outfile=%r, json=True)
+        end = time.perf_counter() + 0.2
+        while time.perf_counter() < end: pass
+        pid = os.fork()
+        if pid == 0:
+            sonde.stop()          # the child has no sampler: nothing to stop or write
+            print("child", flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        sonde.stop()
+        print("parent")
+        """ % out)
+    proc = env.run_python([script], env={"PYTHONPATH": env.lib}, timeout=60)
+    check(proc.returncode == 0 and proc.stdout == "child\nparent\n", proc.stdout + proc.stderr)
+    with open(out) as f:
+        check("files" in json.load(f), "no profile from the parent")

@@ -106,3 +106,16 @@ def test_outfile_can_be_a_stream(env):
     check("files" in doc, "no profile on stdout")
     check(os.path.exists("/dev/stdout") and os.path.isfile("/dev/stdout") is False,
           "/dev/stdout was replaced by a file")
+
+
+def test_html_report(env):
+    script = env.write("h.py", "import time\nend = time.perf_counter() + 0.3\nwhile time.perf_counter() < end: pass\n")
+    proc = env.run_sonde(["run", "--html", script])
+    check(proc.returncode == 0, proc.stderr)
+    page = os.path.join(env.tmp, "profile.html")
+    check(os.path.exists(page), "--html wrote no profile.html in the working directory")
+    text = open(page, encoding="utf-8").read()
+    check(text.startswith("<!DOCTYPE html>") and "h.py" in text, "not an HTML report of h.py")
+    check("<script src=" not in text and "<link " not in text, "the page loads something from outside")
+    bad = env.run_sonde(["run", "--html", "--json", script])
+    check(bad.returncode != 0 and bad.stderr.startswith("sonde: "), "--html --json accepted")

@@ -6,7 +6,9 @@
  * read: the fields must hold the figures put in, percentages must add up,
  * and every string must decode to what went in (quotes, newlines, tabs,
  * "</script>", invalid UTF-8 as U+FFFD, non-ASCII). Strings come back
- * hex-encoded so no escaping stands between a check and the bytes.
+ * hex-encoded so no escaping stands between a check and the bytes. Also
+ * checks each file's "source" and the "call_stacks" object (frames,
+ * threads, root-first stacks with their weights).
  */
 #include "report/report.h"
 
@@ -306,6 +308,20 @@ static void test_full(const char *app, const char *weird)
               str_is(entry(weird, "functions", 0, "line"), "w"),
           "json_key_with_quote_and_non_ascii", "%s", get(key));
 
+    /* The file's whole text: 5 lines of app.py, the same strings as "line". */
+    snprintf(key, sizeof key, "$|files|%s|source", app);
+    check(get(key) && strcmp(get(key), "a:5") == 0, "json_source_every_line", "%s", get(key));
+    snprintf(key, sizeof key, "$|files|%s|source|1", app);
+    check(str_is(key, "html = \"</script><script>alert(1)</script>\""), "json_source_text", "%s",
+          get(key));
+    snprintf(key, sizeof key, "$|files|%s|source|3", app);
+    check(str_is(key, "b = \"\xef\xbf\xbd\xef\xbf\xbd\" & 'x' <y>"), "json_source_invalid_utf8",
+          "%s", get(key));
+    check(get("$|files|<string>|source") == NULL, "json_source_absent_when_unreadable", "%s",
+          get("$|files|<string>|source"));
+    check(get("$|call_stacks") == NULL, "json_no_call_stacks_without_stacks", "%s",
+          get("$|call_stacks"));
+
     free(json);
     sonde_profile_free(&prof);
 }
@@ -329,6 +345,80 @@ static void test_empty(void)
     check(flat && num("$|elapsed_time_sec") == 1e300 && num("$|interval_sec") == 0,
           "json_extreme_numbers", "elapsed %g interval %g", num("$|elapsed_time_sec"),
           num("$|interval_sec"));
+    free(json);
+    sonde_profile_free(&prof);
+}
+
+/* A profile with call stacks: two threads, a merged stack, awkward names. */
+static void build_stacks(sonde_profile_t *prof, const char *app)
+{
+    build_profile(prof, app, app);
+    int main_thread = sonde_profile_thread(prof, "MainThread");
+    int worker = sonde_profile_thread(prof, "w</script>");
+    sonde_stack_frame_t a[] = {{"<module>", "app.py", 1}, {"f</script>\"\n", "app.py", 3}};
+    sonde_stack_frame_t b[] = {{"<module>", "app.py", 1},
+                               {"g", "lib \xe2\x98\x83.py", 40},
+                               {"h", "lib \xe2\x98\x83.py", 41}};
+    int rc = main_thread < 0 || worker < 0;
+    rc |= sonde_profile_add_stack(prof, a, 2, main_thread, 3, 30 * MS);
+    rc |= sonde_profile_add_stack(prof, b, 3, worker, 1, 10 * MS + 1);
+    rc |= sonde_profile_add_stack(prof, a, 2, main_thread, 2, 20 * MS);
+    rc |= sonde_profile_add_stack(prof, b, 1, -1, 4, 0);
+    if (rc) {
+        fprintf(stderr, "test_report_json: cannot build the stacks (%d)\n", rc);
+        exit(2);
+    }
+}
+
+static void test_stacks(const char *app)
+{
+    sonde_profile_t prof;
+    build_stacks(&prof, app);
+    char *json = render_and_parse(&prof, "json_stacks_valid");
+    if (!flat) {
+        free(json);
+        sonde_profile_free(&prof);
+        return;
+    }
+    check(strchr(json, '<') == NULL && strchr(json, '>') == NULL,
+          "json_stacks_no_raw_angle_brackets", "found '<' or '>'");
+    check(get("$|call_stacks") && strcmp(get("$|call_stacks"), "o:" /* frames,threads,samples */
+                                                               "6672616d6573,"
+                                                               "74687265616473,"
+                                                               "73616d706c6573") == 0,
+          "json_stacks_fields", "%s", get("$|call_stacks"));
+    check(strcmp(get("$|call_stacks|frames"), "a:4") == 0 &&
+              str_is("$|call_stacks|frames|0|name", "<module>") &&
+              str_is("$|call_stacks|frames|0|file", "app.py") &&
+              num("$|call_stacks|frames|0|line") == 1 &&
+              str_is("$|call_stacks|frames|1|name", "f</script>\"\n") &&
+              str_is("$|call_stacks|frames|2|file", "lib \xe2\x98\x83.py") &&
+              num("$|call_stacks|frames|3|line") == 41,
+          "json_stacks_frames_interned", "%s", get("$|call_stacks|frames"));
+    check(strcmp(get("$|call_stacks|threads"), "a:2") == 0 &&
+              str_is("$|call_stacks|threads|0", "MainThread") &&
+              str_is("$|call_stacks|threads|1", "w</script>"),
+          "json_stacks_threads", "%s", get("$|call_stacks|threads"));
+    /* Three distinct stacks; the first added twice: 5 samples, 50 ms. */
+    check(strcmp(get("$|call_stacks|samples"), "a:3") == 0 &&
+              strcmp(get("$|call_stacks|samples|0|frames"), "a:2") == 0 &&
+              num("$|call_stacks|samples|0|frames|0") == 0 &&
+              num("$|call_stacks|samples|0|frames|1") == 1 &&
+              num("$|call_stacks|samples|0|thread") == 0 &&
+              num("$|call_stacks|samples|0|count") == 5 &&
+              near(num("$|call_stacks|samples|0|sec"), 0.05),
+          "json_stacks_merged_weights", "count %g sec %g", num("$|call_stacks|samples|0|count"),
+          num("$|call_stacks|samples|0|sec"));
+    check(strcmp(get("$|call_stacks|samples|1|frames"), "a:3") == 0 &&
+              num("$|call_stacks|samples|1|frames|0") == 0 &&
+              num("$|call_stacks|samples|1|frames|1") == 2 &&
+              num("$|call_stacks|samples|1|frames|2") == 3 &&
+              num("$|call_stacks|samples|1|thread") == 1 &&
+              num("$|call_stacks|samples|1|sec") == 0.01,
+          "json_stacks_root_first", "frames %s", get("$|call_stacks|samples|1|frames"));
+    check(strcmp(get("$|call_stacks|samples|2|thread"), "z:") == 0 &&
+              num("$|call_stacks|samples|2|count") == 4 && num("$|call_stacks|samples|2|sec") == 0,
+          "json_stacks_merged_thread_is_null", "%s", get("$|call_stacks|samples|2|thread"));
     free(json);
     sonde_profile_free(&prof);
 }
@@ -371,6 +461,7 @@ int main(void)
 
     test_full(app, weird);
     test_empty();
+    test_stacks(app);
     test_enomem(app, weird);
 
     free(flat);

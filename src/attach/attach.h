@@ -1,0 +1,238 @@
+/* attach.h — internal interface of the attach reader (sonde attach/record/dump).
+ *
+ * Owns: the pieces of the remote sampler, a separate process that reads a
+ * running CPython's memory (src/pyread/) and the kernel's view of its
+ * threads (src/prim/remote.c) without loading anything into it:
+ *   accum.c    per-process accumulators: call stacks and (code, line) times
+ *   target.c   one sampled process: its threads, one tick of sampling
+ *   sampler.c  the sampling loop: rate, duration, stop flag, several
+ *              processes, following child processes, progress
+ *   profile.c  what was sampled -> the neutral model (src/model/)
+ *   dump.c     `sonde dump`: every thread's stack once, as text
+ *   spawn.c    `sonde record`: starting the command
+ * Called by the CLI (src/cli/attach.c). This code is also linked into the
+ * extension module (`python3 -m sonde attach`), so it never exits, never
+ * prints (errors are -errno; progress goes through a callback) and never
+ * touches libpython. Nothing here runs in a signal handler: the CLI's
+ * SIGINT handler only sets the flag the loop polls.
+ */
+#ifndef SONDE_ATTACH_H
+#define SONDE_ATTACH_H
+
+#include "../core/buf.h"
+#include "../model/model.h"
+#include "../prim/prim.h"
+#include "../pyread/pyread.h"
+
+#include <signal.h>
+
+#define SONDE_ATTACH_MAX_RATE 10000.0 /* samples per second, highest accepted */
+#define SONDE_ATTACH_MAX_THREADS 1024 /* Python threads sampled per process per tick */
+#define SONDE_ATTACH_MAX_TARGETS 256  /* processes followed at once */
+#define SONDE_ATTACH_LIB_PREFIXES 4   /* library directories inferred per process */
+#define SONDE_ATTACH_CMDLINE 65536    /* bytes of a command line kept */
+
+typedef struct sonde_attach_opts {
+    double rate_hz;      /* samples per second (default 100) */
+    double duration_sec; /* 0: until stopped or the target exits */
+    bool per_thread;     /* --threads: keep each thread's stacks apart */
+    bool idle;           /* --idle: stacks of threads that are not running too */
+    bool gil_only;       /* --gil: only the thread holding the GIL */
+    bool subprocesses;   /* --subprocesses: follow child Python processes */
+} sonde_attach_opts_t;
+
+/* Fills opts with the defaults above. */
+void sonde_attach_opts_default(sonde_attach_opts_t *opts);
+
+/* ---- accumulators (accum.c) ------------------------------------------------ */
+
+/* A frame as sampled: code id in its process's cache, and line. */
+typedef uint64_t sonde_aframe_t; /* code_id << 32 | (uint32_t)lineno */
+
+static inline sonde_aframe_t sonde_aframe(uint32_t code_id, int32_t lineno)
+{
+    return (uint64_t)code_id << 32 | (uint32_t)lineno;
+}
+static inline uint32_t sonde_aframe_code(sonde_aframe_t f)
+{
+    return (uint32_t)(f >> 32);
+}
+static inline int32_t sonde_aframe_line(sonde_aframe_t f)
+{
+    return (int32_t)(uint32_t)f;
+}
+
+/* One unique stack of one thread slot. */
+typedef struct sonde_astack {
+    uint64_t hash;   /* 0 = empty slot */
+    uint32_t thread; /* thread slot (target.c) */
+    uint32_t depth;
+    size_t frames; /* offset into the pool; innermost frame first */
+    uint64_t samples;
+    sonde_ns_t ns;
+} sonde_astack_t;
+
+/* Time of one (code, line). */
+typedef struct sonde_aline {
+    uint64_t key; /* sonde_aframe_t; 0 = empty slot */
+    sonde_ns_t python_ns, native_ns, system_ns;
+    uint64_t samples;
+} sonde_aline_t;
+
+typedef struct sonde_accum {
+    sonde_astack_t *stacks; /* owned; open addressing */
+    size_t stacks_cap, stacks_used;
+    sonde_aframe_t *pool; /* owned; frames of every stored stack */
+    size_t pool_len, pool_cap;
+    sonde_aline_t *lines; /* owned; open addressing */
+    size_t lines_cap, lines_used;
+    sonde_ns_t unattributed_ns; /* time with no frame of the program's files */
+} sonde_accum_t;
+
+void sonde_accum_init(sonde_accum_t *acc);
+void sonde_accum_free(sonde_accum_t *acc);
+/* Adds one sample of a stack (frames innermost first). Returns the stack's
+ * slot index (valid until the next add) or -ENOMEM. */
+ssize_t sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                              uint32_t depth, uint64_t samples, sonde_ns_t ns);
+/* Adds time to a line (key non-zero). Returns 0 or -ENOMEM. */
+int sonde_accum_add_line(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,
+                         sonde_ns_t native_ns, sonde_ns_t system_ns);
+
+/* ---- one sampled process (target.c) ----------------------------------------- */
+
+struct sonde_athread; /* private to target.c */
+
+typedef struct sonde_atarget {
+    pid_t pid;
+    sonde_pyproc_t proc; /* open for the target's lifetime; its code
+                            cache names the frames until freed */
+    char cwd[4096];      /* resolves relative file names; "" unknown */
+    char exe[4096];      /* the executable, "" unknown */
+    char *cmdline;       /* owned; its arguments, NUL-separated, read at
+                            open (NULL unknown) */
+    size_t cmdline_len;
+    char *lib_prefixes[SONDE_ATTACH_LIB_PREFIXES]; /* owned; the library
+                              directories of this interpreter */
+    int n_lib_prefixes;
+    int8_t *code_program; /* owned; per code id: -1 unknown, 0 library, 1 program */
+    size_t code_program_cap;
+    struct sonde_athread *threads; /* owned */
+    size_t n_threads, cap_threads;
+    pid_t *slot_tids; /* owned; thread slot -> kernel tid */
+    size_t n_slots, cap_slots;
+    sonde_aframe_t *walk; /* owned; scratch for one stack walk */
+    sonde_accum_t acc;
+    sonde_ns_t last_tick_ns; /* 0 until the baseline tick */
+    uint64_t ticks;          /* ticks counted (after the baseline) */
+    uint64_t errors;         /* samples ended by a failed read */
+    int fail_streak;         /* consecutive ticks whose thread list failed */
+    bool exited;             /* the process is gone (or a zombie) */
+    bool retired;            /* stopped reading it (exec'd into something
+                                else); its figures stay */
+} sonde_atarget_t;
+
+/* Opens pid for sampling (sonde_pyproc_open_pid, then the kernel's view).
+ * Returns 0 or -errno as sonde_pyproc_open_pid; on -ENOTSUP
+ * t->proc.version_* name the version found. */
+int sonde_atarget_open(sonde_atarget_t *t, pid_t pid);
+/* One tick at time now: every Python thread's state, stack and line.
+ * The first tick only takes the baseline. Returns 0, or -ESRCH when the
+ * process is gone (t->exited is then set). */
+int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now);
+/* The program's-own-file verdict of a code id (the default rule of
+ * `sonde run`: not the standard library, not site-packages/dist-packages,
+ * not a pseudo-file). */
+bool sonde_atarget_code_is_program(sonde_atarget_t *t, uint32_t code_id);
+/* The path to report for a code's file into buf (relative names joined to
+ * the target's working directory). Returns buf. */
+const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, char *buf,
+                               size_t len);
+void sonde_atarget_free(sonde_atarget_t *t);
+
+/* ---- the sampling loop (sampler.c) -------------------------------------------- */
+
+typedef struct sonde_attach {
+    sonde_attach_opts_t opts;
+    sonde_atarget_t **targets; /* owned; retired and exited ones included */
+    size_t n_targets, cap_targets;
+    pid_t roots[4]; /* the processes asked for (attach: the pid,
+                       record: the child) */
+    int n_roots;
+    struct sonde_apending *pending; /* owned; processes to open when they
+                                       become Python (record's child before
+                                       its exec, descendants, exec'd ones) */
+    size_t n_pending, cap_pending;
+    int root_error;              /* a root that cannot be sampled: -ENOTSUP,
+                                    -EPERM, -EACCES (0: none) */
+    char root_error_version[32]; /* "3.14.0" with -ENOTSUP, else "" */
+    sonde_ns_t start_ns, stop_ns;
+    sonde_ns_t next_poll_ns; /* next look for child processes */
+    uint64_t ticks;          /* sampling ticks after the first */
+    uint64_t rng;
+    pid_t *scan_pids, *scan_ppids; /* owned; scratch for the process list */
+    bool stopped_by_flag;          /* the stop flag ended the loop */
+    bool all_exited;               /* every sampled process exited */
+    bool duration_reached;
+} sonde_attach_t;
+
+/* What the progress callback sees. */
+typedef struct sonde_attach_progress {
+    uint64_t samples; /* ticks taken */
+    uint64_t errors;  /* samples ended by a failed read, all processes */
+    double elapsed_sec;
+    int processes; /* processes being sampled now */
+} sonde_attach_progress_t;
+
+typedef void (*sonde_attach_progress_fn)(const sonde_attach_progress_t *progress, void *arg);
+
+void sonde_attach_init(sonde_attach_t *a, const sonde_attach_opts_t *opts);
+/* Opens pid now and adds it as a root. Returns 0 or -errno (as
+ * sonde_atarget_open; with -ENOTSUP the version found is in
+ * a->root_error_version). */
+int sonde_attach_add_root(sonde_attach_t *a, pid_t pid);
+/* Adds pid as a root to open as soon as it is a Python process (the child
+ * of `sonde record`, which may still be starting, or a shell that execs
+ * Python). Returns 0 or -ENOMEM. */
+int sonde_attach_add_pending_root(sonde_attach_t *a, pid_t pid);
+/* Samples until *stop becomes non-zero, the duration passes, every
+ * process has exited, or a pending root turned out to be a Python that
+ * cannot be sampled (a->root_error). progress (may be NULL) is called
+ * about four times a second. Returns 0 or -ENOMEM. */
+int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
+                     sonde_attach_progress_fn progress, void *arg);
+/* Current figures. */
+void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t *progress);
+void sonde_attach_free(sonde_attach_t *a);
+
+/* ---- to the model (profile.c) -------------------------------------------------- */
+
+/* Fills prof (initialised, empty) with everything sampled: the line times
+ * of the program's files, the call stacks (per thread with per_thread),
+ * and the run's description (program and arguments from the first
+ * process's command line, unless program is given). Returns 0 or -errno. */
+int sonde_attach_to_profile(const sonde_attach_t *a, const char *program, int argc,
+                            const char *const *argv, sonde_profile_t *prof);
+/* Splits a Python command line (NUL-separated, as /proc/PID/cmdline) into
+ * the program (script, "-m module" -> module, "-c") and its arguments:
+ * *program points into cmdline, args[0..*n_args-1] too (at most max).
+ * Pure. */
+void sonde_attach_split_cmdline(const char *cmdline, size_t len, const char **program,
+                                const char **args, int max, int *n_args);
+
+/* ---- sonde dump (dump.c) --------------------------------------------------------- */
+
+/* Appends every Python thread's stack of pid as text: a process header,
+ * then per thread "Thread TID (state)" and its frames innermost first as
+ * "    func (file:line)". Returns 0 or -errno as sonde_atarget_open
+ * (with -ENOTSUP, version gets the version found, else ""). */
+int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version_len);
+
+/* ---- sonde record (spawn.c) ---------------------------------------------------- */
+
+/* Starts argv (argv[0] searched in PATH) as a child process and waits until
+ * the exec succeeded. Returns 0 with *pid set, or the exec's -errno
+ * (-ENOENT: no such command, -EACCES: not executable). */
+int sonde_attach_spawn(char *const *argv, pid_t *pid);
+
+#endif

@@ -1,0 +1,325 @@
+/* view.c — `sonde view`: turn a JSON profile into the HTML report.
+ *
+ * Owns: the CLI side of `sonde view profile.json [-o profile.html]`. Reads
+ * the file, has sonde_report_html_from_json check and wrap it with the
+ * viewer installed in <package>/viewer, writes the page (atomically for a
+ * file), and without -o opens it with the user's browser ($BROWSER, else
+ * xdg-open on a desktop) when one can be started — never an error when
+ * none can. Linked into build/bin/sonde only, with html_json.c (cJSON);
+ * main.c reaches it through a weak reference. No signal handlers.
+ */
+#include "cli.h"
+
+#include "../report/report.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define VIEW_MAX_INPUT ((size_t)1 << 30) /* a profile larger than 1 GiB is refused */
+#define VIEW_MAX_BROWSER_ARGS 32
+
+static const char view_usage[] =
+    "usage: sonde view [-o FILE] profile.json\n"
+    "\n"
+    "Builds the HTML report of a JSON profile (written by 'sonde run --json'):\n"
+    "one self-contained file that works offline. Without -o it is written next\n"
+    "to the profile (profile.html) and opened with your web browser ($BROWSER,\n"
+    "else xdg-open) when one is available.\n"
+    "\n"
+    "options:\n"
+    "  -o, --outfile FILE   write the page to FILE ('-' for standard output)\n"
+    "                       and do not open it\n"
+    "  -h, --help           show this help\n";
+
+/* Reads a whole regular file into out. Returns 0 or -errno (-EFBIG past
+ * VIEW_MAX_INPUT, -EISDIR, -EINVAL when not a regular file). */
+static int view_read(const char *path, sonde_buf_t *out)
+{
+    int rc = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        goto done;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = -EISDIR;
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        goto done;
+    }
+    char chunk[65536];
+    for (;;) {
+        ssize_t got = read(fd, chunk, sizeof chunk);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            rc = -errno;
+            goto done;
+        }
+        if (got == 0) break;
+        if (out->len + (size_t)got > VIEW_MAX_INPUT) {
+            rc = -EFBIG;
+            goto done;
+        }
+        sonde_buf_append(out, chunk, (size_t)got);
+        if ((rc = sonde_buf_error(out)) < 0) goto done;
+    }
+done:
+    close(fd);
+    return rc;
+}
+
+/* The default output path: profile.json -> profile.html, else path.html. */
+static int view_default_out(const char *in, char *buf, size_t len)
+{
+    size_t n = strlen(in);
+    int w;
+    if (n > 5 && strcmp(in + n - 5, ".json") == 0)
+        w = snprintf(buf, len, "%.*s.html", (int)(n - 5), in);
+    else
+        w = snprintf(buf, len, "%s.html", in);
+    return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+}
+
+static bool view_env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+/* Whether an executable named name is on $PATH. */
+static bool view_on_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    char dir[PATH_MAX];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        char file[PATH_MAX + 64];
+        snprintf(dir, sizeof dir, "%.*s", (int)n, path);
+        snprintf(file, sizeof file, "%s/%s", n ? dir : ".", name);
+        if (access(file, X_OK) == 0) return true;
+        path += n;
+        if (*path == ':') path++;
+    }
+    return false;
+}
+
+/* Starts argv[0] detached (own session, stdio on /dev/null, not our
+ * child: a double fork), without waiting for it. Returns 0 once it has
+ * been exec'd, or -errno (the exec's error, reported through a
+ * close-on-exec pipe). */
+static int view_spawn(char *const argv[])
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int rc = -errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return rc;
+    }
+    if (pid == 0) { /* only async-signal-safe calls from here on */
+        close(pipefd[0]);
+        setsid();
+        pid_t grandchild = fork();
+        if (grandchild != 0) _exit(grandchild < 0 ? 1 : 0);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            if (null > 2) close(null);
+        }
+        execvp(argv[0], argv);
+        int err = errno;
+        ssize_t ignored = write(pipefd[1], &err, sizeof err);
+        (void)ignored;
+        _exit(127);
+    }
+    close(pipefd[1]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int err = 0;
+    ssize_t got;
+    while ((got = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    close(pipefd[0]);
+    if (got == (ssize_t)sizeof err) return -err;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -ECHILD;
+    return 0;
+}
+
+/* Opens path with the user's browser. On success *how names the command.
+ * Returns 0, -ENOENT when no browser is configured or reachable, or the
+ * error of starting it. */
+static int view_open(const char *path, char *how, size_t how_len)
+{
+    char words[4096];
+    char *argv[VIEW_MAX_BROWSER_ARGS + 2];
+    int argc = 0;
+    bool placed = false;
+    const char *browser = getenv("BROWSER");
+
+    if (browser && *browser) {
+        /* $BROWSER: commands separated by ':'; the first is used, split on
+         * blanks, "%s" standing for the file (else it is appended). */
+        snprintf(words, sizeof words, "%.*s", (int)strcspn(browser, ":"), browser);
+        for (char *save = NULL, *w = strtok_r(words, " \t", &save);
+             w && argc < VIEW_MAX_BROWSER_ARGS; w = strtok_r(NULL, " \t", &save)) {
+            if (strcmp(w, "%s") == 0) {
+                argv[argc++] = (char *)path;
+                placed = true;
+            } else {
+                argv[argc++] = w;
+            }
+        }
+    } else if ((view_env_set("DISPLAY") || view_env_set("WAYLAND_DISPLAY")) &&
+               view_on_path("xdg-open")) {
+        snprintf(words, sizeof words, "xdg-open");
+        argv[argc++] = words;
+    }
+    if (argc == 0) return -ENOENT;
+    if (!placed) argv[argc++] = (char *)path;
+    argv[argc] = NULL;
+    snprintf(how, how_len, "%s", argv[0]);
+    return view_spawn(argv);
+}
+
+/* Parses the words after "view". Returns 0, 1 for --help, or -1 (message
+ * printed). */
+static int view_parse(int argc, char **argv, const char **in, const char **out)
+{
+    *in = NULL;
+    *out = NULL;
+    bool options_done = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) return 1;
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (!options_done && (strcmp(a, "-o") == 0 || strcmp(a, "--outfile") == 0)) {
+            if (i + 1 >= argc) {
+                sonde_cli_error("%s needs a file name (see 'sonde view --help')", a);
+                return -1;
+            }
+            *out = argv[++i];
+        } else if (!options_done && strncmp(a, "--outfile=", 10) == 0) {
+            *out = a + 10;
+        } else if (!options_done && a[0] == '-' && a[1]) {
+            sonde_cli_error("unknown option '%s' for 'sonde view' (see 'sonde view --help')", a);
+            return -1;
+        } else if (*in) {
+            sonde_cli_error("'sonde view' takes one profile; '%s' is one too many", a);
+            return -1;
+        } else {
+            *in = a;
+        }
+    }
+    if (!*in) {
+        sonde_cli_error("no profile given: sonde view profile.json [-o profile.html]");
+        return -1;
+    }
+    if (*out && !**out) {
+        sonde_cli_error("-o needs a file name");
+        return -1;
+    }
+    return 0;
+}
+
+int sonde_cli_view(int argc, char **argv)
+{
+    const char *in = NULL, *out_path = NULL;
+    sonde_buf_t json = SONDE_BUF_INIT, page = SONDE_BUF_INIT;
+    char pkg_dir[4096], viewer_dir[4200], default_out[PATH_MAX], why[256] = "", how[4096] = "";
+    int status = 1;
+
+    int parsed = view_parse(argc, argv, &in, &out_path);
+    if (parsed != 0) {
+        if (parsed > 0) fputs(view_usage, stdout);
+        return parsed > 0 ? 0 : 2;
+    }
+    int rc = view_read(in, &json);
+    if (rc < 0) {
+        sonde_cli_error("cannot read %s: %s", in,
+                        rc == -EFBIG ? "larger than 1 GiB, not a profile" : strerror(-rc));
+        goto done;
+    }
+    if ((rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir)) < 0) {
+        sonde_cli_error("cannot find the sonde package next to this command: %s", strerror(-rc));
+        goto done;
+    }
+    snprintf(viewer_dir, sizeof viewer_dir, "%s/viewer", pkg_dir);
+    rc = sonde_report_html_from_json(json.data ? json.data : "", json.len, viewer_dir, &page, why,
+                                     sizeof why);
+    if (rc == -EBADMSG || rc == -EPROTO) {
+        sonde_cli_error("%s is not a sonde profile: %s; give the file 'sonde run --json -o "
+                        "FILE' wrote",
+                        in, why);
+        goto done;
+    }
+    if (rc < 0) {
+        sonde_cli_error(
+            "cannot build the report with the viewer in %s: %s; run 'make' first", viewer_dir,
+            rc == -EINVAL ? "a viewer file would end its <script> early" : strerror(-rc));
+        goto done;
+    }
+
+    if (out_path && strcmp(out_path, "-") == 0) {
+        size_t done_len = 0;
+        while (done_len < page.len) {
+            ssize_t w = write(1, page.data + done_len, page.len - done_len);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                sonde_cli_error("cannot write to standard output: %s", strerror(errno));
+                goto done;
+            }
+            done_len += (size_t)w;
+        }
+        status = 0;
+        goto done;
+    }
+    const char *target = out_path;
+    if (!target) {
+        if (view_default_out(in, default_out, sizeof default_out) < 0) {
+            sonde_cli_error("the path %s is too long; give -o FILE", in);
+            goto done;
+        }
+        target = default_out;
+    }
+    if ((rc = sonde_write_output(target, page.data, page.len)) < 0) {
+        sonde_cli_error("cannot write %s: %s", target, strerror(-rc));
+        goto done;
+    }
+    status = 0;
+    if (out_path) {
+        printf("wrote %s\n", target);
+        goto done;
+    }
+    char abs_path[PATH_MAX];
+    if (!realpath(target, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", target);
+    rc = view_open(abs_path, how, sizeof how);
+    if (rc == 0)
+        printf("wrote %s (opened with %s)\n", abs_path, how);
+    else if (rc == -ENOENT && !how[0])
+        printf("wrote %s; open it in a web browser (set $BROWSER to have sonde open it)\n",
+               abs_path);
+    else
+        printf("wrote %s; could not start %s (%s): open it in a web browser\n", abs_path, how,
+               strerror(-rc));
+done:
+    sonde_buf_free(&page);
+    sonde_buf_free(&json);
+    return status;
+}

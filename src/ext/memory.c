@@ -1,0 +1,307 @@
+/* memory.c — the memory profiler's life: start, stop, report.
+ *
+ * Owns: sonde_memory_t's lifetime. Called by session.c: start and
+ * restore with the GIL, stop and to_profile with or without it (the
+ * SIGTERM path runs them on the sampler thread). Starting finds the
+ * allocator shim (src/shim/, preloaded by `sonde run --memory`) by name,
+ * makes sure it sees Python's arenas, wraps Python's MEM and OBJ allocator
+ * domains with the shim's wrappers (so that Python memory is told from
+ * native memory), opens a direct reader of this interpreter for the
+ * callback (memory_hook.c) and starts the shim. Nothing here runs inside
+ * an allocator hook.
+ *
+ * At the report: per line, the MB its samples allocated and their Python
+ * share, its own footprint (samples that grew it add, samples that shrank
+ * it subtract) averaged over its samples and at its peak, the program's
+ * footprint at each of its samples (its timeline), the MB it copied; for
+ * the program, its footprint over time and its peak with the line there.
+ * Every timeline is reduced to SONDE_MEMORY_TIMELINE_POINTS points.
+ *
+ * Leaks: a line is a likely leak when the blocks sampled there are rarely
+ * freed. With n blocks watched and f of them freed, Laplace's rule of
+ * succession puts the chance that the next one is freed at (f+1)/(n+2);
+ * its complement is the line's leak likelihood. Lines above
+ * SONDE_MEMORY_LEAK_LIKELIHOOD are reported, only when the footprint grew
+ * by SONDE_MEMORY_LEAK_GROWTH or more over the run, with an estimated rate:
+ * the bytes the unfreed samples stand for (each mark of the rate-based
+ * sampler, leak_sample_bytes on average), over the run's time.
+ */
+#include "ext.h"
+
+#include "../model/rdp.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMORY_MB (1024.0 * 1024.0)
+#define SONDE_MEMORY_TIMELINE_POINTS 100
+#define SONDE_MEMORY_LEAK_LIKELIHOOD 0.95
+#define SONDE_MEMORY_LEAK_GROWTH 0.01
+/* Leak and copy sampling, relative to the memory threshold: a leak sample
+ * every threshold/5 allocated (~2 MB by default), a copy sample every
+ * 2 x threshold copied (~20 MB), as Scalene's rates relate. */
+#define MEMORY_LEAK_DIVISOR 5
+#define MEMORY_COPY_FACTOR 2
+
+/* ---- start -------------------------------------------------------------------------- */
+
+/* Bytes the C allocator has handed out and not got back (all arenas,
+ * mmapped blocks included). */
+static int64_t memory_malloc_in_use(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 info = mallinfo2();
+    return (int64_t)(info.uordblks + info.hblkhd);
+#else
+    return 0;
+#endif
+}
+
+/* SONDE_SHIM_PY_SMALL_IN_ARENAS when Python's allocator is pymalloc (with
+ * or without its debug hooks): small requests then never reach malloc.
+ * Asked before our wrappers are installed (the name is found by comparing
+ * the allocators in place with the known ones); an unknown answer is
+ * treated as "every request may reach malloc", the safe side. */
+static int memory_pyalloc_flags(void)
+{
+    typedef const char *(*name_fn)(void);
+    name_fn name = (name_fn)dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
+    const char *current = name ? name() : NULL;
+    return current && strncmp(current, "pymalloc", 8) == 0 ? SONDE_SHIM_PY_SMALL_IN_ARENAS : 0;
+}
+
+/* Wraps one of Python's allocator domains. Returns 0 or -errno. */
+static int memory_wrap_domain(PyMemAllocatorDomain domain, int shim_domain,
+                              sonde_shim_wrap_pyalloc_fn wrap, int flags,
+                              sonde_shim_pyalloc_t *original, bool *wrapped)
+{
+    PyMemAllocatorEx current, wrapper;
+    PyMem_GetAllocator(domain, &current);
+    memcpy(original, &current, sizeof *original);
+    sonde_shim_pyalloc_t ours;
+    int rc = wrap(shim_domain, original, flags, &ours);
+    if (rc < 0) return rc;
+    memcpy(&wrapper, &ours, sizeof wrapper);
+    PyMem_SetAllocator(domain, &wrapper);
+    *wrapped = true;
+    return 0;
+}
+
+_Static_assert(sizeof(PyMemAllocatorEx) == sizeof(sonde_shim_pyalloc_t),
+               "the shim's view of PyMemAllocatorEx");
+_Static_assert(sizeof(PyObjectArenaAllocator) == sizeof(sonde_shim_pyarena_t),
+               "the shim's view of PyObjectArenaAllocator");
+
+int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
+                           const sonde_filter_t *filter)
+{
+    int rc = 0;
+    memset(m, 0, sizeof *m);
+    m->proc.mem.mem_fd = -1;
+    sonde_shim_start_fn start = (sonde_shim_start_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_START);
+    sonde_shim_wrap_pyalloc_fn wrap =
+        (sonde_shim_wrap_pyalloc_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_WRAP_PYALLOC);
+    sonde_shim_arena_install_fn arena_install =
+        (sonde_shim_arena_install_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_ARENA_INSTALL);
+    sonde_shim_arena_bytes_fn arena_bytes =
+        (sonde_shim_arena_bytes_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_ARENA_BYTES);
+    m->shim_stop = (sonde_shim_stop_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_STOP);
+    m->shim_footprint = (sonde_shim_footprint_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_FOOTPRINT);
+    if (!start || !wrap || !arena_install || !arena_bytes || !m->shim_stop || !m->shim_footprint) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "sonde: memory profiling needs sonde's allocator shim loaded at start-up: "
+                        "run the program with 'sonde run --memory'");
+        return -ENOTSUP;
+    }
+
+    m->filter = filter;
+    m->threshold = opts->malloc_threshold ? opts->malloc_threshold : SONDE_DEFAULT_MALLOC_THRESHOLD;
+    m->leak_sample_bytes = m->threshold / MEMORY_LEAK_DIVISOR;
+    m->copy_sample_bytes = m->threshold * MEMORY_COPY_FACTOR;
+    pthread_mutex_init(&m->lock, NULL);
+    m->started = true;
+
+    /* The reader: opened as the sampler's, then switched to plain copies. */
+    void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!runtime) {
+        rc = -ENOEXEC;
+        goto error;
+    }
+    rc = sonde_pyproc_open_self(&m->proc, PY_VERSION_HEX, (uint64_t)(uintptr_t)runtime,
+                                (uint64_t)(uintptr_t)&PyCode_Type);
+    if (rc < 0) goto error;
+    sonde_mem_close(&m->proc.mem);
+    sonde_mem_open_direct(&m->proc.mem);
+
+    /* Arenas: normally hooked since the process started (the shim did it). */
+    rc = arena_install((void (*)(sonde_shim_pyarena_t *))PyObject_GetArenaAllocator,
+                       (void (*)(sonde_shim_pyarena_t *))PyObject_SetArenaAllocator);
+    if (rc < 0) goto error;
+    int flags = memory_pyalloc_flags();
+    if ((rc = memory_wrap_domain(PYMEM_DOMAIN_MEM, SONDE_SHIM_DOMAIN_MEM, wrap, flags,
+                                 &m->original_mem, &m->wrapped_mem)) < 0 ||
+        (rc = memory_wrap_domain(PYMEM_DOMAIN_OBJ, SONDE_SHIM_DOMAIN_OBJ, wrap, flags,
+                                 &m->original_obj, &m->wrapped_obj)) < 0)
+        goto error;
+
+    m->baseline_bytes = memory_malloc_in_use() + arena_bytes();
+    m->start_ns = sonde_prim_monotonic_ns();
+    if (sonde_timeline_add(&m->footprint, 0, (double)m->baseline_bytes / MEMORY_MB) < 0) {
+        rc = -ENOMEM;
+        goto error;
+    }
+    m->max_footprint_mb = (double)m->baseline_bytes / MEMORY_MB;
+    sonde_shim_config_t config = {
+        .abi = SONDE_SHIM_ABI,
+        .malloc_threshold = m->threshold,
+        .leak_sample_bytes = m->leak_sample_bytes,
+        .copy_sample_bytes = m->copy_sample_bytes,
+        .footprint_baseline = m->baseline_bytes,
+        .on_event = sonde_memory_on_event,
+        .ctx = m,
+    };
+    rc = start(&config);
+    if (rc < 0) goto error;
+    m->running = true;
+    return 0;
+
+error:
+    sonde_memory_restore_gil(m);
+    sonde_memory_free(m);
+    PyErr_Format(PyExc_RuntimeError, "sonde: cannot start memory profiling: %s%s", strerror(-rc),
+                 rc == -ENOTSUP ? " (this Python version is not supported)" : "");
+    return rc;
+}
+
+/* ---- stop ------------------------------------------------------------------------------- */
+
+void sonde_memory_stop(sonde_memory_t *m)
+{
+    if (!m->running) return;
+    m->shim_stop();
+    m->running = false;
+    m->stop_ns = sonde_prim_monotonic_ns();
+    m->final_bytes = m->shim_footprint();
+    double t = (double)(m->stop_ns - m->start_ns) / 1e9;
+    double mb = (double)m->final_bytes / MEMORY_MB;
+    if (sonde_timeline_add(&m->footprint, t, mb) < 0) m->dropped++;
+    if (mb > m->max_footprint_mb) m->max_footprint_mb = mb;
+}
+
+void sonde_memory_restore_gil(sonde_memory_t *m)
+{
+    if (m->wrapped_mem) {
+        PyMemAllocatorEx original;
+        memcpy(&original, &m->original_mem, sizeof original);
+        PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &original);
+        m->wrapped_mem = false;
+    }
+    if (m->wrapped_obj) {
+        PyMemAllocatorEx original;
+        memcpy(&original, &m->original_obj, sizeof original);
+        PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &original);
+        m->wrapped_obj = false;
+    }
+}
+
+/* ---- the report ---------------------------------------------------------------------------- */
+
+/* Where a line key lives: file (absolute when relative), function, line.
+ * Returns false when the code object is unknown. */
+static bool memory_where(sonde_memory_t *m, uint64_t key, const char *cwd, char *path, size_t len,
+                         const sonde_pycode_t **code_out)
+{
+    const sonde_pycode_t *code = sonde_pyproc_code(&m->proc, (uint32_t)(key >> 32));
+    if (!code || !code->filename) return false;
+    if (code->filename[0] != '/' && code->filename[0] != '<' && cwd && *cwd)
+        snprintf(path, len, "%s/%s", cwd, code->filename);
+    else
+        snprintf(path, len, "%s", code->filename);
+    *code_out = code;
+    return true;
+}
+
+/* Copies src into dst reduced to the reported number of points. */
+static int memory_copy_timeline(sonde_timeline_t *dst, const sonde_timeline_t *src)
+{
+    sonde_timeline_free(dst);
+    for (size_t i = 0; i < src->n; i++)
+        if (sonde_timeline_add(dst, src->points[i].t_sec, src->points[i].mb) < 0) return -ENOMEM;
+    sonde_timeline_reduce(dst, SONDE_MEMORY_TIMELINE_POINTS);
+    return 0;
+}
+
+/* Fills a line's figures. grew: the footprint grew enough for leaks. */
+static void memory_fill_line(const sonde_memory_t *m, const sonde_memory_line_t *acc,
+                             sonde_line_memory_t *mem, double elapsed, bool grew)
+{
+    mem->malloc_mb += acc->alloc_bytes / MEMORY_MB;
+    mem->mallocs += acc->alloc_samples;
+    mem->python_fraction = acc->alloc_bytes > 0 ? acc->python_bytes / acc->alloc_bytes : 0;
+    mem->avg_mb = acc->net_samples ? acc->net_sum_bytes / (double)acc->net_samples / MEMORY_MB : 0;
+    mem->peak_mb = (double)acc->peak_bytes / MEMORY_MB;
+    mem->copy_mb += (double)acc->copy_bytes / MEMORY_MB;
+    mem->leak_likelihood = 0;
+    mem->leak_velocity_mb_s = 0;
+    if (acc->leak_tracked > 0) {
+        uint64_t freed = acc->leak_freed < acc->leak_tracked ? acc->leak_freed : acc->leak_tracked;
+        double likelihood = 1.0 - (double)(freed + 1) / (double)(acc->leak_tracked + 2);
+        if (grew && likelihood > SONDE_MEMORY_LEAK_LIKELIHOOD) {
+            mem->leak_likelihood = likelihood;
+            double kept = acc->leak_tracked_bytes - acc->leak_freed_bytes;
+            mem->leak_velocity_mb_s = elapsed > 0 && kept > 0 ? kept / MEMORY_MB / elapsed : 0;
+        }
+    }
+}
+
+int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
+{
+    char path[8192];
+    if (!m->started) return 0;
+    sonde_memory_stop(m);
+    double elapsed = (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
+    bool grew = m->baseline_bytes > 0
+                    ? (double)(m->final_bytes - m->baseline_bytes) >=
+                          SONDE_MEMORY_LEAK_GROWTH * (double)m->baseline_bytes
+                    : m->final_bytes > 0;
+    prof->has_memory = true;
+    for (size_t i = 0; i < m->lines_cap; i++) {
+        const sonde_memory_line_t *acc = &m->lines[i];
+        const sonde_pycode_t *code = NULL;
+        if (!acc->key || !memory_where(m, acc->key, cwd, path, sizeof path, &code)) continue;
+        sonde_line_stats_t *line = sonde_profile_line(prof, path, code->name, code->firstlineno,
+                                                      (int)(uint32_t)acc->key);
+        if (!line) return -ENOMEM;
+        memory_fill_line(m, acc, &line->mem, elapsed, grew);
+        if (memory_copy_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
+    }
+    prof->max_footprint_mb = m->max_footprint_mb;
+    free(prof->max_footprint_file);
+    prof->max_footprint_file = NULL;
+    prof->max_footprint_lineno = 0;
+    const sonde_pycode_t *code = NULL;
+    if (m->max_footprint_key &&
+        memory_where(m, m->max_footprint_key, cwd, path, sizeof path, &code)) {
+        if (!(prof->max_footprint_file = strdup(path))) return -ENOMEM;
+        prof->max_footprint_lineno = (int)(uint32_t)m->max_footprint_key;
+    }
+    return memory_copy_timeline(&prof->footprint, &m->footprint);
+}
+
+/* ---- free ------------------------------------------------------------------------------------- */
+
+void sonde_memory_free(sonde_memory_t *m)
+{
+    if (!m->started) return;
+    sonde_memory_stop(m);
+    for (size_t i = 0; i < m->lines_cap; i++) sonde_timeline_free(&m->lines[i].timeline);
+    free(m->lines);
+    free(m->code_wanted);
+    sonde_timeline_free(&m->footprint);
+    sonde_pyproc_close(&m->proc);
+    pthread_mutex_destroy(&m->lock);
+    memset(m, 0, sizeof *m);
+}

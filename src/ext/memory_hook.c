@@ -1,0 +1,186 @@
+/* memory_hook.c — charging the shim's samples to lines of code.
+ *
+ * Owns: sonde_memory_on_event, the callback the allocator shim calls on
+ * the thread that allocated, freed or copied, and the tables it fills
+ * (sonde_memory_t's lines and program footprint). THIS RUNS INSIDE
+ * ALLOCATOR HOOKS, on any thread, with or without the GIL: it never takes
+ * the GIL, never calls into Python beyond PyGILState_GetThisThreadState
+ * (a thread-specific-data read), touches no thread-local variable of this
+ * module, and takes only the memory profiler's own lock, which is never
+ * held outside this file's callback. Whatever it allocates goes straight
+ * to the real allocator (the shim's guard is set) and is not counted.
+ *
+ * The current line is found by reading the calling thread's own frames
+ * through src/pyread with plain copies (the thread is inside malloc, so
+ * its frame chain cannot change under it), up to the nearest frame of a
+ * profiled file, as the CPU sampler does.
+ */
+#include "ext.h"
+
+#include "../model/rdp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMORY_MB (1024.0 * 1024.0)
+/* A timeline is halved (by RDP) when it reaches this many points, so that
+ * memory stays bounded however long the program runs. */
+#define MEMORY_TIMELINE_CAP 2048
+
+/* ---- lines ------------------------------------------------------------------------ */
+
+static uint64_t memory_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return key;
+}
+
+static int memory_lines_grow_unlocked(sonde_memory_t *m)
+{
+    size_t cap = m->lines_cap ? m->lines_cap * 2 : 256;
+    sonde_memory_line_t *lines = calloc(cap, sizeof *lines);
+    if (!lines) return -ENOMEM;
+    for (size_t i = 0; i < m->lines_cap; i++) {
+        if (!m->lines[i].key) continue;
+        size_t j = memory_hash(m->lines[i].key) & (cap - 1);
+        while (lines[j].key) j = (j + 1) & (cap - 1);
+        lines[j] = m->lines[i];
+    }
+    free(m->lines);
+    m->lines = lines;
+    m->lines_cap = cap;
+    return 0;
+}
+
+/* The accumulator of key (created if needed), or NULL without memory. */
+static sonde_memory_line_t *memory_line_unlocked(sonde_memory_t *m, uint64_t key)
+{
+    if ((m->lines_used + 1) * 4 > m->lines_cap * 3 && memory_lines_grow_unlocked(m) < 0)
+        return NULL;
+    size_t j = memory_hash(key) & (m->lines_cap - 1);
+    while (m->lines[j].key && m->lines[j].key != key) j = (j + 1) & (m->lines_cap - 1);
+    if (!m->lines[j].key) {
+        m->lines[j].key = key;
+        m->lines_used++;
+    }
+    return &m->lines[j];
+}
+
+/* Appends a point, halving the timeline first when it is full. */
+static void memory_timeline_add_unlocked(sonde_memory_t *m, sonde_timeline_t *tl, double t,
+                                         double mb)
+{
+    if (tl->n >= MEMORY_TIMELINE_CAP) sonde_timeline_reduce(tl, MEMORY_TIMELINE_CAP / 2);
+    if (sonde_timeline_add(tl, t, mb) < 0) m->dropped++;
+}
+
+/* ---- where the thread is ------------------------------------------------------------ */
+
+static bool memory_code_wanted_unlocked(sonde_memory_t *m, uint32_t code_id)
+{
+    if (code_id >= m->code_wanted_cap) {
+        size_t cap = m->code_wanted_cap ? m->code_wanted_cap : 256;
+        while (cap <= code_id) cap *= 2;
+        int8_t *wanted = realloc(m->code_wanted, cap);
+        if (!wanted) return false;
+        memset(wanted + m->code_wanted_cap, -1, cap - m->code_wanted_cap);
+        m->code_wanted = wanted;
+        m->code_wanted_cap = cap;
+    }
+    if (m->code_wanted[code_id] < 0) {
+        const sonde_pycode_t *code = sonde_pyproc_code(&m->proc, code_id);
+        m->code_wanted[code_id] =
+            code && code->filename && sonde_filter_wants(m->filter, code->filename);
+    }
+    return m->code_wanted[code_id] == 1;
+}
+
+/* The key of the calling thread's nearest profiled line, 0 if none (not a
+ * Python thread, or no profiled frame on its stack). */
+static uint64_t memory_locate_unlocked(sonde_memory_t *m)
+{
+    PyThreadState *tstate = PyGILState_GetThisThreadState();
+    if (!tstate) return 0;
+    sonde_pyframe_iter_t it;
+    sonde_pyframe_t frame;
+    if (sonde_pyframe_iter_begin(&m->proc, (uint64_t)(uintptr_t)tstate, &it) < 0) return 0;
+    while (sonde_pyframe_iter_next(&it, &frame) == 1) {
+        if (frame.lineno > 0 && memory_code_wanted_unlocked(m, frame.code_id))
+            return ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
+    }
+    return 0;
+}
+
+/* ---- the samples ------------------------------------------------------------------------- */
+
+static void memory_sample_unlocked(sonde_memory_t *m, uint64_t key, const sonde_shim_event_t *ev,
+                                   double t)
+{
+    double footprint_mb = (double)ev->footprint_bytes / MEMORY_MB;
+    m->samples++;
+    memory_timeline_add_unlocked(m, &m->footprint, t, footprint_mb);
+    if (footprint_mb > m->max_footprint_mb) {
+        m->max_footprint_mb = footprint_mb;
+        m->max_footprint_key = key;
+    }
+    sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
+    if (!line) {
+        m->unattributed_samples++;
+        return;
+    }
+    if (ev->bytes > 0) {
+        double allocated = (double)(ev->python_bytes + ev->native_bytes);
+        double python_share = allocated > 0 ? (double)ev->python_bytes / allocated : 0;
+        line->alloc_samples++;
+        line->alloc_bytes += (double)ev->bytes;
+        line->python_bytes += (double)ev->bytes * python_share;
+    }
+    line->net_bytes += ev->bytes;
+    if (line->net_bytes > line->peak_bytes) line->peak_bytes = line->net_bytes;
+    line->net_sum_bytes += line->net_bytes > 0 ? (double)line->net_bytes : 0;
+    line->net_samples++;
+    memory_timeline_add_unlocked(m, &line->timeline, t, footprint_mb);
+}
+
+uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
+{
+    sonde_memory_t *m = ctx;
+    uint64_t result = 0;
+    sonde_ns_t now = sonde_prim_monotonic_ns();
+    double t = now > m->start_ns ? (double)(now - m->start_ns) / 1e9 : 0;
+    pthread_mutex_lock(&m->lock);
+    switch (ev->kind) {
+    case SONDE_SHIM_EV_MEMORY:
+        memory_sample_unlocked(m, memory_locate_unlocked(m), ev, t);
+        break;
+    case SONDE_SHIM_EV_COPY: {
+        uint64_t key = memory_locate_unlocked(m);
+        sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
+        m->copy_samples++;
+        if (line) line->copy_bytes += ev->bytes > 0 ? (uint64_t)ev->bytes : 0;
+        break;
+    }
+    case SONDE_SHIM_EV_LEAK_TRACK: {
+        uint64_t key = memory_locate_unlocked(m);
+        sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
+        if (line) {
+            line->leak_tracked++;
+            line->leak_tracked_bytes += (double)ev->bytes;
+            result = key;
+        }
+        break;
+    }
+    case SONDE_SHIM_EV_LEAK_FREED: {
+        sonde_memory_line_t *line = ev->site ? memory_line_unlocked(m, ev->site) : NULL;
+        if (line) {
+            line->leak_freed++;
+            line->leak_freed_bytes += (double)ev->bytes;
+        }
+        break;
+    }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return result;
+}

@@ -1,0 +1,347 @@
+/* remote.c — what /proc says about another process and its threads.
+ *
+ * Owns: the sonde_prim_task_* handles (a thread of another process: its
+ * scheduler state, CPU and run-queue time, the system call it is blocked
+ * in) and the process-level look-ups of prim.h's "other processes" section
+ * (state and parent, executable, working directory, command line, the
+ * process list, kernel.yama.ptrace_scope). Called by the attach reader
+ * (src/attach/), once per thread per sample for the task handles and on
+ * attach / child discovery for the rest. Everything read here comes from
+ * another process and is parsed as hostile text (a thread's comm may hold
+ * spaces and parentheses). Nothing here runs in a signal handler.
+ */
+#include "prim.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define REMOTE_STAT_MAX 1024 /* bytes of a stat file read: state and ppid are early */
+
+/* Reads /proc/PID/task/TID/<name> through a kept-open descriptor. Returns
+ * the length read (NUL-terminated) or -errno (-ESRCH when it is gone). */
+static ssize_t remote_task_read(const sonde_prim_task_t *t, const char *name, int *fd, char *buf,
+                                size_t len)
+{
+    if (*fd < 0) {
+        char path[96];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)t->pid, (int)t->tid, name);
+        *fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (*fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    }
+    ssize_t n = pread(*fd, buf, len - 1, 0);
+    if (n <= 0) {
+        int e = n < 0 ? errno : ESRCH;
+        close(*fd);
+        *fd = -1;
+        return -e;
+    }
+    buf[n] = 0;
+    return n;
+}
+
+/* Reads a whole small file into buf (NUL-terminated). Returns the length
+ * or -errno (-ESRCH for a missing /proc entry). */
+static ssize_t remote_read_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    size_t used = 0;
+    while (used + 1 < len) {
+        ssize_t n = read(fd, buf + used, len - 1 - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return e == ENOENT ? -ESRCH : -e;
+        }
+        if (n == 0) break;
+        used += (size_t)n;
+    }
+    close(fd);
+    buf[used] = 0;
+    return (ssize_t)used;
+}
+
+/* Parses "pid (comm) S ppid ..." (comm may hold anything, so the state
+ * follows the last ')'). Returns 0 or -EINVAL. */
+static int remote_parse_stat(const char *text, char *state, pid_t *ppid)
+{
+    const char *close_paren = strrchr(text, ')');
+    if (!close_paren || close_paren[1] != ' ' || !close_paren[2]) return -EINVAL;
+    const char *p = close_paren + 2;
+    if (state) *state = *p;
+    if (ppid) {
+        char *end = NULL;
+        long value = strtol(p + 1, &end, 10);
+        if (end == p + 1 || value < 0 || value > (1L << 22)) return -EINVAL;
+        *ppid = (pid_t)value;
+    }
+    return 0;
+}
+
+void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid)
+{
+    t->pid = pid;
+    t->tid = tid;
+    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    t->no_schedstat = false;
+}
+
+int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
+{
+    char text[REMOTE_STAT_MAX];
+    ssize_t n = remote_task_read(t, "stat", &t->stat_fd, text, sizeof text);
+    if (n < 0) return (int)n;
+    return remote_parse_stat(text, state, NULL);
+}
+
+int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns)
+{
+    char text[128];
+    if (t->no_schedstat) return -ENOTSUP;
+    /* "<ns on cpu> <ns waiting on a run queue> <timeslices>" */
+    ssize_t n = remote_task_read(t, "schedstat", &t->sched_fd, text, sizeof text);
+    if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
+        t->no_schedstat = true;
+        return -ENOTSUP;
+    }
+    if (n < 0) return (int)n;
+    char *end = NULL;
+    unsigned long long cpu = strtoull(text, &end, 10);
+    if (end == text) return -EINVAL;
+    char *end2 = NULL;
+    unsigned long long runq = strtoull(end, &end2, 10);
+    *cpu_ns = cpu;
+    *runq_ns = end2 == end ? 0 : runq;
+    return 0;
+}
+
+sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
+{
+    char text[256];
+    if (syscall_nr) *syscall_nr = -1;
+    if (remote_task_read(t, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+        return SONDE_WAIT_UNKNOWN;
+    if (strncmp(text, "running", 7) == 0) return SONDE_WAIT_RUNNING;
+    char *end = NULL;
+    long nr = strtol(text, &end, 10);
+    if (end == text) return SONDE_WAIT_UNKNOWN;
+    if (nr < 0) return SONDE_WAIT_RUNNING; /* blocked outside a system call */
+    if (syscall_nr) *syscall_nr = nr;
+#ifdef SYS_futex
+    if (nr == SYS_futex) return SONDE_WAIT_THREAD;
+#endif
+#ifdef SYS_futex_waitv
+    if (nr == SYS_futex_waitv) return SONDE_WAIT_THREAD;
+#endif
+    return SONDE_WAIT_SYSTEM;
+}
+
+void sonde_prim_task_close(sonde_prim_task_t *t)
+{
+    if (t->stat_fd >= 0) close(t->stat_fd);
+    if (t->sched_fd >= 0) close(t->sched_fd);
+    if (t->syscall_fd >= 0) close(t->syscall_fd);
+    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+}
+
+/* The system calls a blocked Python thread is usually found in. */
+static const struct remote_syscall {
+    long nr;
+    const char *name;
+} remote_syscalls[] = {
+#define REMOTE_SYSCALL(name) {SYS_##name, #name},
+#ifdef SYS_read
+    REMOTE_SYSCALL(read)
+#endif
+#ifdef SYS_write
+        REMOTE_SYSCALL(write)
+#endif
+#ifdef SYS_readv
+            REMOTE_SYSCALL(readv)
+#endif
+#ifdef SYS_pread64
+                REMOTE_SYSCALL(pread64)
+#endif
+#ifdef SYS_poll
+                    REMOTE_SYSCALL(poll)
+#endif
+#ifdef SYS_ppoll
+                        REMOTE_SYSCALL(ppoll)
+#endif
+#ifdef SYS_select
+                            REMOTE_SYSCALL(select)
+#endif
+#ifdef SYS_pselect6
+                                REMOTE_SYSCALL(pselect6)
+#endif
+#ifdef SYS_epoll_wait
+                                    REMOTE_SYSCALL(epoll_wait)
+#endif
+#ifdef SYS_epoll_pwait
+                                        REMOTE_SYSCALL(epoll_pwait)
+#endif
+#ifdef SYS_epoll_pwait2
+                                            REMOTE_SYSCALL(epoll_pwait2)
+#endif
+#ifdef SYS_nanosleep
+                                                REMOTE_SYSCALL(nanosleep)
+#endif
+#ifdef SYS_clock_nanosleep
+                                                    REMOTE_SYSCALL(clock_nanosleep)
+#endif
+#ifdef SYS_futex
+                                                        REMOTE_SYSCALL(futex)
+#endif
+#ifdef SYS_futex_waitv
+                                                            REMOTE_SYSCALL(futex_waitv)
+#endif
+#ifdef SYS_wait4
+                                                                REMOTE_SYSCALL(wait4)
+#endif
+#ifdef SYS_waitid
+                                                                    REMOTE_SYSCALL(waitid)
+#endif
+#ifdef SYS_accept
+                                                                        REMOTE_SYSCALL(accept)
+#endif
+#ifdef SYS_accept4
+                                                                            REMOTE_SYSCALL(accept4)
+#endif
+#ifdef SYS_connect
+                                                                                REMOTE_SYSCALL(
+                                                                                    connect)
+#endif
+#ifdef SYS_recvfrom
+                                                                                    REMOTE_SYSCALL(
+                                                                                        recvfrom)
+#endif
+#ifdef SYS_recvmsg
+                                                                                        REMOTE_SYSCALL(
+                                                                                            recvmsg)
+#endif
+#ifdef SYS_sendto
+                                                                                            REMOTE_SYSCALL(
+                                                                                                sendto)
+#endif
+#ifdef SYS_sendmsg
+                                                                                                REMOTE_SYSCALL(
+                                                                                                    sendmsg)
+#endif
+#ifdef SYS_pause
+                                                                                                    REMOTE_SYSCALL(
+                                                                                                        pause)
+#endif
+#ifdef SYS_rt_sigtimedwait
+                                                                                                        REMOTE_SYSCALL(
+                                                                                                            rt_sigtimedwait)
+#endif
+#ifdef SYS_rt_sigsuspend
+                                                                                                            REMOTE_SYSCALL(
+                                                                                                                rt_sigsuspend)
+#endif
+#ifdef SYS_flock
+                                                                                                                REMOTE_SYSCALL(
+                                                                                                                    flock)
+#endif
+#ifdef SYS_fsync
+                                                                                                                    REMOTE_SYSCALL(
+                                                                                                                        fsync)
+#endif
+#ifdef SYS_openat
+                                                                                                                        REMOTE_SYSCALL(
+                                                                                                                            openat)
+#endif
+#ifdef SYS_ioctl
+                                                                                                                            REMOTE_SYSCALL(
+                                                                                                                                ioctl)
+#endif
+#undef REMOTE_SYSCALL
+};
+
+const char *sonde_prim_syscall_name(long nr)
+{
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(remote_syscalls); i++)
+        if (remote_syscalls[i].nr == nr) return remote_syscalls[i].name;
+    return NULL;
+}
+
+int sonde_prim_proc_state(pid_t pid, char *state, pid_t *ppid)
+{
+    char path[64], text[REMOTE_STAT_MAX];
+    if (pid <= 0) return -ESRCH;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    ssize_t n = remote_read_file(path, text, sizeof text);
+    if (n < 0) return (int)n;
+    if (n == 0) return -ESRCH;
+    return remote_parse_stat(text, state, ppid);
+}
+
+/* readlink of /proc/PID/<name> into buf. */
+static int remote_proc_link(pid_t pid, const char *name, char *buf, size_t len)
+{
+    char path[64];
+    if (len == 0) return -EINVAL;
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    ssize_t n = readlink(path, buf, len - 1);
+    if (n < 0) return errno == ENOENT ? -ESRCH : -errno;
+    if ((size_t)n >= len - 1) return -ENAMETOOLONG;
+    buf[n] = 0;
+    return 0;
+}
+
+int sonde_prim_proc_exe(pid_t pid, char *buf, size_t len)
+{
+    return remote_proc_link(pid, "exe", buf, len);
+}
+
+int sonde_prim_proc_cwd(pid_t pid, char *buf, size_t len)
+{
+    return remote_proc_link(pid, "cwd", buf, len);
+}
+
+ssize_t sonde_prim_proc_cmdline(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    if (len < 2) return -EINVAL;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    ssize_t n = remote_read_file(path, buf, len);
+    if (n < 0) return n;
+    if (n > 0 && buf[n - 1] != 0) buf[n++] = 0; /* cut: terminate the last one */
+    return n;
+}
+
+int sonde_prim_proc_list(pid_t *pids, pid_t *ppids, int max)
+{
+    DIR *dir = opendir("/proc");
+    if (!dir) return -errno;
+    int count = 0;
+    struct dirent *entry;
+    while (count < max && (entry = readdir(dir)) != NULL) {
+        const char *name = entry->d_name;
+        if (name[0] < '1' || name[0] > '9') continue;
+        char *end = NULL;
+        long pid = strtol(name, &end, 10);
+        if (*end || pid <= 0 || pid > (1L << 22)) continue;
+        pid_t ppid = 0;
+        if (sonde_prim_proc_state((pid_t)pid, NULL, &ppid) != 0) continue; /* gone meanwhile */
+        pids[count] = (pid_t)pid;
+        ppids[count] = ppid;
+        count++;
+    }
+    closedir(dir);
+    return count;
+}
+
+int sonde_prim_ptrace_scope(void)
+{
+    char text[32];
+    ssize_t n = remote_read_file("/proc/sys/kernel/yama/ptrace_scope", text, sizeof text);
+    if (n <= 0) return -1;
+    return atoi(text);
+}

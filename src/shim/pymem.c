@@ -1,0 +1,229 @@
+/* pymem.c — Python's allocators seen through the shim.
+ *
+ * Owns: the wrappers of Python's MEM and OBJ allocator domains (installed
+ * by the extension with PyMem_SetAllocator while a session runs) and the
+ * hook on Python's arena allocator (installed here, at load time, when the
+ * process turns out to be an interpreter). ALL OF THIS RUNS INSIDE
+ * PYTHON'S ALLOCATOR (with the GIL) OR INSIDE ALLOCATOR HOOKS: no
+ * allocation of its own, no locks.
+ *
+ * How Python memory is told from native memory without knowing the size of
+ * each freed object: pymalloc serves requests up to 512 bytes from 256 KiB
+ * (3.8, 3.9) or 1 MiB (3.10+) arenas, which it gets from the arena
+ * allocator, and passes larger requests to malloc. So
+ *   - arenas are counted as Python memory when Python maps and unmaps them
+ *     (the arena hook sees the size both ways);
+ *   - a large block is counted by the malloc hooks like any block, but as
+ *     Python memory, because the wrapper marks the thread as being inside
+ *     Python's allocator while it calls through (pymalloc's own calls to
+ *     malloc are counted once, never twice);
+ *   - small objects within arenas cost the wrappers nothing but a
+ *     countdown for the leak detector, and frees one bit test.
+ * No pointer ever needs classifying, which keeps the hot path to a few
+ * instructions. When Python's allocator is not pymalloc (PYTHONMALLOC=malloc
+ * or malloc_debug), every request goes through malloc and the wrapper marks
+ * them all; under the debug hooks over pymalloc, small ones still live in
+ * arenas. The footprint is thus Python's real use of memory (arenas held,
+ * not bytes of live objects), at arena granularity.
+ */
+#include "shim_internal.h"
+
+#include <dlfcn.h>
+
+/* ---- the domain wrappers --------------------------------------------------- */
+
+typedef struct shim_pywrap {
+    sonde_shim_pyalloc_t original; /* written by the extension with the GIL */
+    size_t small_request;          /* requests up to this size never reach
+                                      malloc (pymalloc's arenas); 0 when every
+                                      request may */
+} shim_pywrap_t;
+
+static shim_pywrap_t shim_pywrap_mem, shim_pywrap_obj;
+
+/* The fast paths below end in a tail call to Python's own allocator; the
+ * rare work (a leak sample, a large block) is in separate functions so
+ * that the common case saves no registers. */
+
+/* The leak countdown ran out on this request: allocate, then sample the
+ * block (the countdown was already charged). */
+static __attribute__((noinline)) void *shim_py_malloc_sampled(shim_pywrap_t *w, size_t size,
+                                                              size_t nelem, bool zeroed)
+{
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    bool large = size > w->small_request;
+    if (large) t->python_depth++;
+    void *ptr = zeroed ? w->original.calloc(w->original.ctx, nelem, size / (nelem ? nelem : 1))
+                       : w->original.malloc(w->original.ctx, size);
+    if (large) t->python_depth--;
+    sonde__shim_leak_sample(t, ptr, size);
+    return ptr;
+}
+
+/* A large request (any request when Python's allocator is not pymalloc):
+ * it reaches malloc, whose hook counts it as Python memory while
+ * python_depth is set. */
+static __attribute__((noinline)) void *shim_py_malloc_large(shim_pywrap_t *w, size_t size)
+{
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    t->python_depth++;
+    void *ptr = w->original.malloc(w->original.ctx, size);
+    t->python_depth--;
+    return ptr;
+}
+
+static void *shim_py_malloc(void *ctx, size_t size)
+{
+    shim_pywrap_t *w = ctx;
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    t->leak_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) return shim_py_malloc_sampled(w, size, 0, false);
+    if (SONDE_UNLIKELY(size > w->small_request)) return shim_py_malloc_large(w, size);
+    return w->original.malloc(w->original.ctx, size);
+}
+
+static __attribute__((noinline)) void *shim_py_calloc_large(shim_pywrap_t *w, size_t nelem,
+                                                            size_t elsize)
+{
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    t->python_depth++;
+    void *ptr = w->original.calloc(w->original.ctx, nelem, elsize);
+    t->python_depth--;
+    return ptr;
+}
+
+static void *shim_py_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    shim_pywrap_t *w = ctx;
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    size_t size = 0;
+    if (__builtin_mul_overflow(nelem, elsize, &size))
+        return w->original.calloc(w->original.ctx, nelem, elsize); /* fails */
+    t->leak_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) return shim_py_malloc_sampled(w, size, nelem, true);
+    if (SONDE_UNLIKELY(size > w->small_request)) return shim_py_calloc_large(w, nelem, elsize);
+    return w->original.calloc(w->original.ctx, nelem, elsize);
+}
+
+static void *shim_py_realloc(void *ctx, void *ptr, size_t size)
+{
+    shim_pywrap_t *w = ctx;
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    bool tracked = ptr && sonde__shim_leak_maybe(ptr);
+    t->python_depth++;
+    void *moved = w->original.realloc(w->original.ctx, ptr, size);
+    t->python_depth--;
+    if (!moved) return NULL;
+    if (tracked && moved != ptr) sonde__shim_leak_moved(ptr, moved, size);
+    if (moved != ptr) {
+        t->leak_countdown -= (int64_t)size;
+        if (SONDE_UNLIKELY(t->leak_countdown <= 0)) sonde__shim_leak_sample(t, moved, size);
+    }
+    return moved;
+}
+
+static __attribute__((noinline)) void shim_py_free_tracked(shim_pywrap_t *w, void *ptr)
+{
+    if (ptr) sonde__shim_leak_freed(ptr);
+    w->original.free(w->original.ctx, ptr);
+}
+
+static void shim_py_free(void *ctx, void *ptr)
+{
+    shim_pywrap_t *w = ctx;
+    if (SONDE_UNLIKELY(sonde__shim_leak_maybe(ptr))) {
+        shim_py_free_tracked(w, ptr);
+        return;
+    }
+    w->original.free(w->original.ctx, ptr);
+}
+
+SONDE_EXPORT int sonde_shim_wrap_pyalloc(int domain, const sonde_shim_pyalloc_t *original,
+                                         int flags, sonde_shim_pyalloc_t *wrapper);
+
+int sonde_shim_wrap_pyalloc(int domain, const sonde_shim_pyalloc_t *original, int flags,
+                            sonde_shim_pyalloc_t *wrapper)
+{
+    shim_pywrap_t *w = domain == SONDE_SHIM_DOMAIN_MEM   ? &shim_pywrap_mem
+                       : domain == SONDE_SHIM_DOMAIN_OBJ ? &shim_pywrap_obj
+                                                         : NULL;
+    if (!w || !original || !wrapper || !original->malloc || !original->free) return -EINVAL;
+    if (original->malloc == shim_py_malloc) return -EINVAL; /* already ours */
+    w->original = *original;
+    w->small_request = (flags & SONDE_SHIM_PY_SMALL_IN_ARENAS) ? SHIM_PY_SMALL_REQUEST : 0;
+    wrapper->ctx = w;
+    wrapper->malloc = shim_py_malloc;
+    wrapper->calloc = shim_py_calloc;
+    wrapper->realloc = shim_py_realloc;
+    wrapper->free = shim_py_free;
+    return 0;
+}
+
+/* ---- the arena hook --------------------------------------------------------------- */
+
+static sonde_shim_pyarena_t shim_arena_original; /* set once, before use */
+static bool shim_arena_installed;
+static bool shim_arena_from_start;               /* installed before any arena */
+static _Atomic int64_t shim_arena_live;          /* bytes in arenas we saw */
+
+static void *shim_arena_alloc(void *ctx, size_t size)
+{
+    void *ptr = shim_arena_original.alloc(shim_arena_original.ctx, size);
+    if (!ptr) return NULL;
+    sonde_atomic_add_relaxed(&shim_arena_live, (int64_t)size);
+    sonde__shim_thread_t *t = sonde__shim_enter();
+    if (t) sonde__shim_account(t, (int64_t)size, true);
+    return ptr;
+}
+
+static void shim_arena_free(void *ctx, void *ptr, size_t size)
+{
+    shim_arena_original.free(shim_arena_original.ctx, ptr, size);
+    sonde_atomic_add_relaxed(&shim_arena_live, -(int64_t)size);
+    sonde__shim_thread_t *t = sonde__shim_enter();
+    if (t) sonde__shim_account(t, -(int64_t)size, true);
+}
+
+static int shim_arena_install(void (*get)(sonde_shim_pyarena_t *),
+                              void (*set)(sonde_shim_pyarena_t *))
+{
+    sonde_shim_pyarena_t current, ours;
+    get(&current);
+    if (current.alloc == shim_arena_alloc) return 1;
+    if (!current.alloc || !current.free) return -EINVAL;
+    shim_arena_original = current;
+    ours.ctx = NULL;
+    ours.alloc = shim_arena_alloc;
+    ours.free = shim_arena_free;
+    set(&ours);
+    shim_arena_installed = true;
+    return 0;
+}
+
+void sonde__shim_arena_autoinstall(void)
+{
+    void *get = dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator");
+    void *set = dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
+    if (!get || !set) return; /* not a Python interpreter */
+    if (shim_arena_install((void (*)(sonde_shim_pyarena_t *))get,
+                           (void (*)(sonde_shim_pyarena_t *))set) == 0)
+        shim_arena_from_start = true;
+}
+
+SONDE_EXPORT int sonde_shim_arena_install(void (*get)(sonde_shim_pyarena_t *),
+                                          void (*set)(sonde_shim_pyarena_t *));
+SONDE_EXPORT int64_t sonde_shim_arena_bytes(void);
+
+int sonde_shim_arena_install(void (*get)(sonde_shim_pyarena_t *),
+                             void (*set)(sonde_shim_pyarena_t *))
+{
+    if (!get || !set) return -EINVAL;
+    int rc = shim_arena_install(get, set);
+    if (rc == 1 && !shim_arena_from_start) return 0; /* installed late: baseline unknown */
+    return rc;
+}
+
+int64_t sonde_shim_arena_bytes(void)
+{
+    return sonde_atomic_load_relaxed(&shim_arena_live);
+}

@@ -1,0 +1,192 @@
+/* shim_internal.h — shared by the files of src/shim/ only.
+ *
+ * Owns: the shim's per-thread counters (initial-exec TLS), the table of
+ * real functions found with dlsym(RTLD_NEXT), the session state, and the
+ * inline fast paths every hook uses. EVERYTHING HERE RUNS INSIDE ALLOCATOR
+ * HOOKS: no allocation through the shim itself, no stdio, no locks that a
+ * hooked function could hold, errno preserved on every path that could
+ * change it. A nested call (the guard is set) goes straight to the real
+ * function without counting.
+ *
+ * Names: the shim shares the global symbol namespace with everything in
+ * the process, so nothing but the hooked libc names and sonde_shim_* is
+ * exported (-fvisibility=hidden); internal names use the sonde__shim_
+ * prefix, statics shim_.
+ */
+#ifndef SONDE_SHIM_INTERNAL_H
+#define SONDE_SHIM_INTERNAL_H
+
+#include "shim.h"
+
+#include "../core/atomic.h"
+
+#include <stddef.h>
+
+#define SHIM_TLS __attribute__((tls_model("initial-exec")))
+
+/* A thread flushes its footprint changes to the global count once they
+ * add up to this much (keeps the shared cache line out of the fast path). */
+#define SHIM_FOOTPRINT_QUANTUM (256 * 1024)
+/* Python's small-object limit (pymalloc serves requests up to this size
+ * from its arenas; larger ones go to malloc). Same in 3.8-3.13. */
+#define SHIM_PY_SMALL_REQUEST 512
+/* Rate-based samplers (copies, leaks) step mark by mark through one
+ * operation up to this many marks, and count the rest of it whole. */
+#define SHIM_MAX_MARKS 64
+/* Bytes a thread that is not counting (inert shim, nested call) lets go by
+ * before its countdowns look at the session again. */
+#define SHIM_IDLE_COUNTDOWN (16 << 20)
+
+/* ---- the real functions (hooks.c) -------------------------------------- */
+
+typedef struct sonde__shim_real {
+    void *(*malloc)(size_t);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void (*free)(void *);
+    size_t (*malloc_usable_size)(void *);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*memcpy)(void *, const void *, size_t);
+    void *(*memmove)(void *, const void *, size_t);
+    void *(*memcpy_chk)(void *, const void *, size_t, size_t);
+    void *(*memmove_chk)(void *, const void *, size_t, size_t);
+} sonde__shim_real_t;
+
+extern sonde__shim_real_t sonde__shim_real;
+
+/* Resolves the real functions (idempotent; a call nested inside dlsym
+ * returns at once, leaving the caller to use the bootstrap arena). */
+void sonde__shim_init_real(void);
+
+/* ---- per-thread state ---------------------------------------------------- */
+
+typedef struct sonde__shim_thread {
+    uint32_t gen;              /* session these counters belong to */
+    uint16_t guard;            /* > 0: inside the shim's own work */
+    uint16_t python_depth;     /* > 0: inside a Python-domain allocator */
+    int64_t net;               /* allocated - freed since the last sample */
+    int64_t net_threshold;     /* |net| that makes the next sample */
+    uint64_t python_alloc;     /* allocated through Python since then */
+    uint64_t native_alloc;     /* allocated otherwise since then */
+    int64_t footprint_pending; /* not yet added to the global footprint */
+    int64_t leak_countdown;    /* bytes to allocate before the next leak sample */
+    int64_t copy_countdown;    /* bytes to copy before the next copy sample */
+    int64_t copy_armed;        /* what copy_countdown was set to */
+    uint64_t rng;              /* xorshift state, 0 until first use */
+} sonde__shim_thread_t;
+
+extern __thread sonde__shim_thread_t sonde__shim_thread SHIM_TLS;
+
+/* ---- the session (session.c) --------------------------------------------- */
+
+/* 0 while inert; otherwise the generation of the current session. */
+extern _Atomic uint32_t sonde__shim_gen;
+/* Copy of the user's configuration; written only while gen is 0. */
+extern sonde_shim_config_t sonde__shim_config;
+/* The program's footprint in bytes (baseline + flushed changes). */
+extern _Atomic int64_t sonde__shim_footprint;
+
+/* Brings a thread's counters to the current session. */
+void sonde__shim_thread_reset(sonde__shim_thread_t *t, uint32_t gen);
+/* Slow paths of the accounting below. */
+void sonde__shim_flush_footprint(sonde__shim_thread_t *t);
+void sonde__shim_sample(sonde__shim_thread_t *t);
+void sonde__shim_sample_big(sonde__shim_thread_t *t, int64_t delta, bool python);
+/* Hands an event to the user (guard set, errno kept, counted in flight so
+ * that stop can wait for it). Returns what on_event returned, or 0 when
+ * the session ended meanwhile. */
+uint64_t sonde__shim_emit(sonde__shim_thread_t *t, const sonde_shim_event_t *event);
+/* A mean-`mean` exponential draw from the thread's generator (>= 1). */
+int64_t sonde__shim_exp_draw(sonde__shim_thread_t *t, uint64_t mean);
+/* A draw uniform in [mean/2, 3*mean/2) from the thread's generator. */
+int64_t sonde__shim_uniform_draw(sonde__shim_thread_t *t, uint64_t mean);
+
+/* The calling thread's state if the shim is counting on it, else NULL
+ * (inert, or already inside the shim). */
+static inline sonde__shim_thread_t *sonde__shim_enter(void)
+{
+    sonde__shim_thread_t *t = &sonde__shim_thread;
+    uint32_t gen = sonde_atomic_load_relaxed(&sonde__shim_gen);
+    if (gen == 0 || t->guard) return NULL;
+    if (SONDE_UNLIKELY(t->gen != gen)) sonde__shim_thread_reset(t, gen);
+    return t;
+}
+
+/* Counts delta bytes (> 0 allocated, < 0 freed) on thread t and takes a
+ * sample when its net has moved by the threshold: the configured one on
+ * average, each thread's next one drawn between half and one and a half
+ * times it, so that an allocation pattern repeating in step with the
+ * threshold cannot make one line take every sample. A single block of the
+ * configured threshold or more is a sample of its own. */
+static inline void sonde__shim_account(sonde__shim_thread_t *t, int64_t delta, bool python)
+{
+    int64_t big = (int64_t)sonde__shim_config.malloc_threshold;
+    if (SONDE_UNLIKELY(delta >= big || delta <= -big)) {
+        sonde__shim_sample_big(t, delta, python);
+        return;
+    }
+    t->footprint_pending += delta;
+    if (SONDE_UNLIKELY(t->footprint_pending >= SHIM_FOOTPRINT_QUANTUM ||
+                       t->footprint_pending <= -SHIM_FOOTPRINT_QUANTUM))
+        sonde__shim_flush_footprint(t);
+    t->net += delta;
+    if (delta > 0) {
+        if (python)
+            t->python_alloc += (uint64_t)delta;
+        else
+            t->native_alloc += (uint64_t)delta;
+    }
+    while (SONDE_UNLIKELY(t->net >= t->net_threshold || t->net <= -t->net_threshold))
+        sonde__shim_sample(t);
+}
+
+/* ---- leak tracking (leak.c) ---------------------------------------------- */
+
+#define SHIM_LEAK_SLOT_BITS 16
+#define SHIM_LEAK_SLOTS (1u << SHIM_LEAK_SLOT_BITS)
+
+/* One bit per slot of the tracked-block table: set while the slot holds a
+ * block. Lets a free find out with one load that it frees nothing tracked. */
+extern _Atomic uint64_t sonde__shim_leak_bits[SHIM_LEAK_SLOTS / 64];
+
+static inline uint32_t sonde__shim_leak_slot(const void *ptr)
+{
+    return (uint32_t)((((uintptr_t)ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - SHIM_LEAK_SLOT_BITS));
+}
+
+static inline bool sonde__shim_leak_maybe(const void *ptr)
+{
+    uint32_t slot = sonde__shim_leak_slot(ptr);
+    return (sonde_atomic_load_relaxed(&sonde__shim_leak_bits[slot / 64]) >> (slot % 64)) & 1;
+}
+
+/* The leak countdown ran out on block ptr (size bytes) just allocated:
+ * tracks it (asking the user for its site) and re-arms the countdown. */
+void sonde__shim_leak_sample(sonde__shim_thread_t *t, void *ptr, size_t size);
+/* ptr, a tracked block, is being freed: reports it. */
+void sonde__shim_leak_freed(void *ptr);
+/* A tracked block moved (realloc): keeps tracking it at its new address. */
+void sonde__shim_leak_moved(void *old_ptr, void *new_ptr, size_t new_size);
+/* Forgets every tracked block (new session, or a forked child). */
+void sonde__shim_leak_reset(void);
+
+/* The leak countdown: `counted` new bytes were allocated, in the block at
+ * ptr (size bytes long). */
+static inline void sonde__shim_leak_count(sonde__shim_thread_t *t, void *ptr, size_t counted,
+                                          size_t size)
+{
+    t->leak_countdown -= (int64_t)counted;
+    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) sonde__shim_leak_sample(t, ptr, size);
+}
+
+/* ---- Python's allocators (pymem.c) ---------------------------------------- */
+
+/* Installs the arena hook when this process is a Python interpreter (at
+ * load time, before the interpreter allocates its first arena). */
+void sonde__shim_arena_autoinstall(void);
+
+#endif

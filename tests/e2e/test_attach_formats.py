@@ -1,0 +1,90 @@
+"""The outputs of sonde attach, read back strictly: folded lines parse, the
+SVG is XML with the frames in it, speedscope JSON has the schema fields and
+frame indices in range, and the JSON and text reports have the shape of
+`sonde run`'s (same fields, same sections)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from attach_support import (Target, folded_share, load_json, parse_folded, parse_speedscope,  # noqa: E402
+                            parse_svg, program, sonde_ok, speedscope_names)
+from support import check  # noqa: E402
+
+OUTPUTS = ("flame.svg", "stacks.folded", "profile.speedscope.json", "report.json", "report.txt")
+
+
+def _keys(obj):
+    return set(obj) if isinstance(obj, dict) else set()
+
+
+def test_attach_output_formats(env):
+    script = program("hot.py")
+    paths = {name: os.path.join(env.tmp, name) for name in OUTPUTS}
+    with Target(env, script) as target:
+        for name in OUTPUTS:
+            proc = env.run_sonde(["attach", str(target.pid), "-d", "0.4", "-o", paths[name]])
+            sonde_ok(proc, "attach -o %s" % name)
+            check("written to %s" % paths[name] in proc.stderr, "summary: %r" % proc.stderr)
+        stdout_run = env.run_sonde(["attach", str(target.pid), "-d", "0.3", "--format", "folded"])
+        sonde_ok(stdout_run, "attach --format folded (stdout)")
+
+    # folded
+    with open(paths["stacks.folded"], encoding="utf-8") as f:
+        stacks = parse_folded(f.read())
+    check(folded_share(stacks, lambda func, file, line: func == "hot" and file == script) >= 80,
+          "hot() missing from folded stacks: %r" % stacks[:3])
+    check(folded_share(parse_folded(stdout_run.stdout), lambda func, file, line: func == "hot") >= 80,
+          "folded on stdout: %r" % stdout_run.stdout[:300])
+
+    # SVG
+    frames = parse_svg(paths["flame.svg"])
+    labels = [label for label, _, _ in frames]
+    check(labels and labels[0] == "all", "no root frame: %r" % labels[:3])
+    hot = [f for f in frames if f[0].startswith("hot (%s:" % script)]
+    check(hot, "hot() not in the SVG: %r" % labels[:10])
+    total = frames[0][1]
+    hot_samples = sum(s for _, s, _ in hot)
+    check(hot_samples >= 0.8 * total, "hot() %d of %d samples in the SVG" % (hot_samples, total))
+    check("samples, " in hot[0][2] and "%" in hot[0][2], "title: %r" % hot[0][2])
+
+    # speedscope
+    doc = parse_speedscope(paths["profile.speedscope.json"])
+    names = [n for p in doc["profiles"] for n in speedscope_names(doc, p)]
+    check(any(stack and stack[-1] == "hot" for stack in names), "hot() not a leaf: %r" % names[:3])
+    check(all(stack[0] == "<module>" for stack in names if stack), "stacks not root first")
+
+    # JSON: the fields of `sonde run --json`
+    run_out = os.path.join(env.tmp, "run.json")
+    run = env.run_sonde(["run", "--json", "-o", run_out, script, "0.3"])
+    sonde_ok(run, "sonde run")
+    ours, theirs = load_json(paths["report.json"]), load_json(run_out)
+    # attach also records call stacks ("call_stacks", docs/json-format.md)
+    check(_keys(ours) - {"call_stacks"} == _keys(theirs) - {"call_stacks"},
+          "top-level fields differ: %r" % sorted(_keys(ours) ^ _keys(theirs)))
+    stacks_doc = ours.get("call_stacks")
+    check(stacks_doc and stacks_doc["samples"], "no call_stacks in the JSON report")
+    n_frames = len(stacks_doc["frames"])
+    check(all(0 <= i < n_frames for s in stacks_doc["samples"] for i in s["frames"]),
+          "call_stacks frame index out of range")
+    check(any(stacks_doc["frames"][s["frames"][-1]]["name"] == "hot" for s in stacks_doc["samples"]),
+          "hot() is no stack's leaf in call_stacks")
+    check(ours["python_version"] == theirs["python_version"], "python_version %r vs %r"
+          % (ours["python_version"], theirs["python_version"]))
+    check(ours["program"] == script, "program %r" % ours["program"])
+    entry = ours["files"].get(script)
+    check(entry, "script not in files: %r" % list(ours["files"]))
+    their_entry = next(iter(theirs["files"].values()))
+    check(_keys(entry) == _keys(their_entry), "file fields differ")
+    check(_keys(entry["lines"][0]) == _keys(their_entry["lines"][0]), "line fields differ")
+    check(_keys(entry["functions"][0]) == _keys(their_entry["functions"][0]), "function fields differ")
+    total = ours["cpu_percent_python"] + ours["cpu_percent_c"] + ours["sys_percent"]
+    check(abs(total - 100) < 0.01, "percentages add up to %.3f" % total)
+
+    # text: the terminal report's sections
+    with open(paths["report.txt"], encoding="utf-8") as f:
+        text = f.read()
+    check(text.startswith("sonde "), "text report header: %r" % text[:80])
+    check("%s: " % script in text and "hot" in text, "text report misses the file: %r" % text[:500])
+    return "%d SVG frames, %d folded stacks, %d speedscope frames" % (
+        len(frames), len(stacks), len(doc["shared"]["frames"]))

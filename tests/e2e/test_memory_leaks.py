@@ -1,0 +1,102 @@
+"""Leak detection of `sonde run --memory` (seed 000 §3.4, NOTES.md).
+
+A function that appends a 1 MiB object to a global list on every call must
+be reported as a leak (likelihood >= 95 %) with a leak rate near the truth;
+a function that allocates and frees the same amount must not be, alone or
+interleaved with the leak (the case that defeats a detector watching only
+the allocation at each new high-water mark: there every new peak is
+reached inside the churn, and the real leak is never looked at).
+"""
+from support import check, file_entry, marked_lines
+
+LEAK_ONLY = """
+    import time
+
+    leaked = []
+
+    def leak():
+        leaked.append(bytearray(1 << 20))  # @leak
+
+    start = time.perf_counter()
+    for _ in range(200):
+        leak()
+        time.sleep(0.002)
+    print(len(leaked), time.perf_counter() - start)
+"""
+
+CHURN_ONLY = """
+    def churn():
+        block = bytearray(1 << 20)  # @churn
+        block[0] = 1
+        del block
+
+    for _ in range(400):
+        churn()
+    print("ok")
+"""
+
+LEAK_AND_CHURN = """
+    import time
+
+    leaked = []
+
+    def leak():
+        leaked.append(bytearray(1 << 20))  # @leak
+
+    def churn():
+        block = bytearray(1 << 20)  # @churn
+        block[0] = 1
+        del block
+
+    start = time.perf_counter()
+    for _ in range(200):
+        churn()
+        leak()
+        churn()
+        time.sleep(0.002)
+    print(len(leaked), time.perf_counter() - start)
+"""
+
+
+def _leaks(env, name, source):
+    script = env.write(name, source)
+    proc, prof = env.profile(script, (), ["--memory"])
+    check(proc.returncode == 0, "exit %d; stderr:\n%s" % (proc.returncode, proc.stderr[-3000:]))
+    leaks = {int(k): v for k, v in file_entry(prof, script).get("leaks", {}).items()}
+    return script, proc, prof, leaks
+
+
+def _check_leak(script, proc, prof, leaks):
+    marks = marked_lines(script)
+    check(marks["leak"] in leaks, "the leaking line %d is not reported; leaks: %s"
+          % (marks["leak"], leaks))
+    found = leaks[marks["leak"]]
+    check(found["likelihood"] >= 0.95, "likelihood %.3f < 0.95" % found["likelihood"])
+    # Truth: 200 MiB kept, over the run's elapsed time.
+    true_rate = 200.0 / prof["elapsed_time_sec"]
+    rate = found["velocity_mb_s"]
+    check(0.5 * true_rate <= rate <= 1.5 * true_rate,
+          "leak rate %.1f MB/s, truth %.1f MB/s" % (rate, true_rate))
+    return found, true_rate
+
+
+def test_memory_leak_reported(env):
+    script, proc, prof, leaks = _leaks(env, "leak_only.py", LEAK_ONLY)
+    found, true_rate = _check_leak(script, proc, prof, leaks)
+    check(len(leaks) == 1, "other lines reported too: %s" % leaks)
+    return "likelihood %.3f, %.1f MB/s (truth %.1f MB/s)" % (found["likelihood"],
+                                                             found["velocity_mb_s"], true_rate)
+
+
+def test_memory_churn_not_reported(env):
+    script, proc, prof, leaks = _leaks(env, "churn_only.py", CHURN_ONLY)
+    check(not leaks, "a line that frees what it allocates is reported: %s" % leaks)
+
+
+def test_memory_leak_beside_churn(env):
+    script, proc, prof, leaks = _leaks(env, "leak_churn.py", LEAK_AND_CHURN)
+    found, true_rate = _check_leak(script, proc, prof, leaks)
+    churn = marked_lines(script)["churn"]
+    check(churn not in leaks, "the churning line %d is reported: %s" % (churn, leaks))
+    return "leak: likelihood %.3f, %.1f MB/s (truth %.1f); churn not reported" % (
+        found["likelihood"], found["velocity_mb_s"], true_rate)

@@ -1,0 +1,191 @@
+"""`sonde run --memory` leaves the program alone and reports what it should.
+
+The program's output and exit status are the same as under plain Python,
+including programs that fork, start threads, use a fork-based
+multiprocessing pool or run `subprocess.run(["ls"])`; children do not
+inherit the allocator shim; without --memory the reports carry no memory
+field; with it the terminal report has the memory columns, a sparkline per
+line and the leak list, and a long run's JSON stays bounded.
+"""
+import json
+import os
+import subprocess
+
+from support import check, file_entry
+
+TRANSPARENT = """
+    import os
+    import subprocess
+    import sys
+    import threading
+    import multiprocessing
+
+    def square(x):
+        return x * x
+
+    def work(results, i):
+        results[i] = sum(len(bytes(1000 * k)) for k in range(200))
+
+    results = [0] * 4
+    threads = [threading.Thread(target=work, args=(results, i)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("threads", results)
+
+    pid = os.fork()
+    if pid == 0:
+        data = [bytearray(1 << 20) for _ in range(30)]
+        print("child", len(data), flush=True)
+        os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    print("child status", os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode")
+          else status >> 8)
+
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print("pool", pool.map(square, range(10)))
+
+    listing = subprocess.run(["ls", sys.argv[1]], capture_output=True, text=True)
+    print("ls", listing.returncode, listing.stdout.split())
+    env = subprocess.run(["env"], capture_output=True, text=True).stdout
+    print("child env has the shim:", "libsonde_shim" in env, "SONDE_HAD_LD_PRELOAD" in env)
+    sys.stderr.write("to stderr\\n")
+    sys.stdout.flush()
+    sys.exit(3)
+"""
+
+
+FORK_WARNING = "is multi-threaded, use of fork() may lead to deadlocks"
+
+
+def test_memory_program_unchanged(env):
+    listed = os.path.join(env.tmp, "listed")
+    os.makedirs(listed)
+    for name in ("b.txt", "a.txt"):
+        open(os.path.join(listed, name), "w").close()
+    script = env.write("transparent.py", TRANSPARENT)
+    plain = env.run_python([script, listed])
+    out = os.path.join(env.tmp, "mem.json")
+    ours = env.run_sonde(["run", "--memory", "--json", "-o", out, script, listed])
+    check(plain.returncode == 3, "plain run: exit %d, stderr %s" % (plain.returncode, plain.stderr))
+    check(ours.returncode == plain.returncode, "exit %d under --memory, %d without; stderr:\n%s"
+          % (ours.returncode, plain.returncode, ours.stderr[-2000:]))
+    check(ours.stdout == plain.stdout, "stdout differs:\n--- plain\n%s--- --memory\n%s"
+          % (plain.stdout, ours.stdout))
+    stderr = ours.stderr
+    if env.version >= (3, 12) and FORK_WARNING in stderr:
+        # CPython 3.12+ warns after fork() in a process with more than one
+        # OS thread; the CPU sampler's thread is one, with or without
+        # --memory (a CPU-profiler matter: it would have to leave its
+        # thread out of fork()). Check that --memory adds nothing to it.
+        cpu_only = env.run_sonde(["run", "--json", "-o", os.path.join(env.tmp, "cpu.json"),
+                                  script, listed])
+        check(FORK_WARNING in cpu_only.stderr, "the fork warning comes from --memory")
+        stderr = "".join(l for l in stderr.splitlines(True)
+                         if FORK_WARNING not in l and "pid = os.fork()" not in l)
+    check(stderr == plain.stderr, "stderr differs: %r vs %r" % (plain.stderr, ours.stderr))
+    check("child env has the shim: False False" in ours.stdout, "a child inherited the shim")
+    with open(out, encoding="utf-8") as f:
+        prof = json.load(f)
+    check(prof.get("memory") is True, "no memory profile written")
+
+
+def test_memory_reports_only_with_memory(env):
+    script = env.write("plain.py", """
+        def f():
+            return [bytes(1000) for _ in range(200_000)]
+        for _ in range(5):
+            f()
+    """)
+    proc, prof = env.profile(script)
+    text = json.dumps(prof)
+    for field in ("n_malloc_mb", "memory_samples", "max_footprint_mb", "leaks", '"memory"'):
+        check(field not in text, "%s in a profile taken without --memory" % field)
+    plain_text = env.run_sonde(["run", script])
+    check("peak MB" not in plain_text.stderr and "timeline" not in plain_text.stderr,
+          "memory columns in the terminal report without --memory")
+
+    proc, prof = env.profile(script, (), ["--memory"])
+    line = file_entry(prof, script)["lines"][0]
+    for field in ("n_malloc_mb", "n_mallocs", "n_avg_mb", "n_peak_mb", "n_python_fraction",
+                  "n_usage_fraction", "n_copy_mb_s", "memory_samples"):
+        check(field in line, "%s missing from a line of the --memory profile" % field)
+    for field in ("max_footprint_mb", "max_footprint_fname", "max_footprint_lineno", "samples"):
+        check(field in prof, "%s missing from the --memory profile" % field)
+    check("leaks" in file_entry(prof, script), "files[path].leaks missing")
+
+
+LEAKY_TEXT = """
+    leaked = []
+
+    def leak():
+        leaked.append(bytearray(1 << 20))
+
+    for _ in range(150):
+        leak()
+"""
+
+
+def test_memory_terminal_report(env):
+    script = env.write("leaky.py", LEAKY_TEXT)
+    proc = env.run_sonde(["run", "--memory", script], env={"COLUMNS": "160"})
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-2000:]))
+    report = proc.stderr
+    for text in ("memory: peak footprint", "avg MB", "peak MB", "mem py", "copy MB/s",
+                 "timeline", "Possible memory leaks", "leaky.py:5"):
+        check(text in report, "%r not in the terminal report:\n%s" % (text, report))
+    check(any(ch in report for ch in "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"),
+          "no sparkline in the terminal report")
+
+
+LONG_RUN = """
+    def churn():
+        block = bytearray(24 << 20)
+        block[0] = 1
+        return len(block)
+
+    total = 0
+    for _ in range(1500):
+        total += churn()
+    print(total)
+"""
+
+
+def test_memory_long_run_bounded(env):
+    script = env.write("long_run.py", LONG_RUN)
+    proc, prof = env.profile(script, (), ["--memory"])
+    check(proc.returncode == 0, "exit %d" % proc.returncode)
+    check(2 <= len(prof["samples"]) <= 100, "%d program footprint points" % len(prof["samples"]))
+    for line in file_entry(prof, script)["lines"]:
+        check(len(line["memory_samples"]) <= 100, "line %d has %d timeline points"
+              % (line["lineno"], len(line["memory_samples"])))
+    churn = max(file_entry(prof, script)["lines"], key=lambda l: l["n_mallocs"])
+    check(churn["n_mallocs"] >= 1500, "the churning line has %d samples, want one per block"
+          % churn["n_mallocs"])
+    size = os.path.getsize(sorted(os.path.join(env.tmp, f) for f in os.listdir(env.tmp)
+                                  if f.startswith("profile-"))[-1])
+    check(size < 64 << 10, "a %d-byte JSON profile for a 20-line program" % size)
+    return "%d samples at the line, %d bytes of JSON" % (churn["n_mallocs"], size)
+
+
+def test_memory_api_needs_the_shim(env):
+    script = env.write("api.py", """
+        import sonde
+        try:
+            sonde.start(memory=True)
+        except RuntimeError as e:
+            print("refused:", e)
+        else:
+            print("started")
+    """)
+    proc = env.run_python([script], env={"PYTHONPATH": env.lib})
+    check("refused:" in proc.stdout and "sonde run --memory" in proc.stdout,
+          "sonde.start(memory=True) without the shim: %r %r" % (proc.stdout, proc.stderr))
+
+
+def test_memory_bad_threshold(env):
+    script = env.write("x.py", "pass\n")
+    proc = env.run_sonde(["run", "--memory", "--malloc-threshold", "12", script])
+    check(proc.returncode == 2 and "--malloc-threshold" in proc.stderr,
+          "exit %d: %s" % (proc.returncode, proc.stderr))
