@@ -145,6 +145,7 @@ test:
 
 bench: all
 	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md
+	$(PYTHON) bench/attach.py --build $(BUILD) --append docs/PERFORMANCE.md
 	$(PYTHON) bench/trace.py --append docs/PERFORMANCE.md
 
 format:
