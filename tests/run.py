@@ -90,7 +90,8 @@ class Results:
             return
         if ok:
             self.passed += 1
-            print("PASS %s (%.1fs)%s" % (label, seconds, (": " + detail) if detail and self.verbose else ""),
+            # a test may return the figures it measured: always shown
+            print("PASS %s (%.1fs)%s" % (label, seconds, (": " + detail) if detail else ""),
                   flush=True)
         else:
             self.failed += 1
