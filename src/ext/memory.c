@@ -224,37 +224,53 @@ static bool memory_where(sonde_memory_t *m, uint64_t key, const char *cwd, char 
     return true;
 }
 
-/* Copies src into dst reduced to the reported number of points. */
-static int memory_copy_timeline(sonde_timeline_t *dst, const sonde_timeline_t *src)
+/* Adds an accumulator's figures to a line of the model. A line may get
+ * several (its code was compiled twice: a module run again, exec): counts
+ * and volumes add up, the Python share is weighted by volume, footprints
+ * and leak figures keep the larger. grew: the footprint grew enough for
+ * leaks to be reported. */
+static void memory_fill_line(const sonde_memory_line_t *acc, sonde_line_memory_t *mem,
+                             double elapsed, bool grew)
 {
-    sonde_timeline_free(dst);
-    for (size_t i = 0; i < src->n; i++)
-        if (sonde_timeline_add(dst, src->points[i].t_sec, src->points[i].mb) < 0) return -ENOMEM;
-    sonde_timeline_reduce(dst, SONDE_MEMORY_TIMELINE_POINTS);
-    return 0;
-}
-
-/* Fills a line's figures. grew: the footprint grew enough for leaks. */
-static void memory_fill_line(const sonde_memory_t *m, const sonde_memory_line_t *acc,
-                             sonde_line_memory_t *mem, double elapsed, bool grew)
-{
-    mem->malloc_mb += acc->alloc_bytes / MEMORY_MB;
+    double malloc_mb = acc->alloc_bytes / MEMORY_MB;
+    double python_mb = mem->python_fraction * mem->malloc_mb + acc->python_bytes / MEMORY_MB;
+    mem->malloc_mb += malloc_mb;
     mem->mallocs += acc->alloc_samples;
-    mem->python_fraction = acc->alloc_bytes > 0 ? acc->python_bytes / acc->alloc_bytes : 0;
-    mem->avg_mb = acc->net_samples ? acc->net_sum_bytes / (double)acc->net_samples / MEMORY_MB : 0;
-    mem->peak_mb = (double)acc->peak_bytes / MEMORY_MB;
+    mem->python_fraction = mem->malloc_mb > 0 ? python_mb / mem->malloc_mb : 0;
+    if (mem->python_fraction > 1) mem->python_fraction = 1;
+    double avg_mb =
+        acc->net_samples ? acc->net_sum_bytes / (double)acc->net_samples / MEMORY_MB : 0;
+    if (avg_mb > mem->avg_mb) mem->avg_mb = avg_mb;
+    if ((double)acc->peak_bytes / MEMORY_MB > mem->peak_mb)
+        mem->peak_mb = (double)acc->peak_bytes / MEMORY_MB;
     mem->copy_mb += (double)acc->copy_bytes / MEMORY_MB;
-    mem->leak_likelihood = 0;
-    mem->leak_velocity_mb_s = 0;
-    if (acc->leak_tracked > 0) {
+    if (acc->leak_tracked > 0 && grew) {
         uint64_t freed = acc->leak_freed < acc->leak_tracked ? acc->leak_freed : acc->leak_tracked;
         double likelihood = 1.0 - (double)(freed + 1) / (double)(acc->leak_tracked + 2);
-        if (grew && likelihood > SONDE_MEMORY_LEAK_LIKELIHOOD) {
-            mem->leak_likelihood = likelihood;
+        if (likelihood > SONDE_MEMORY_LEAK_LIKELIHOOD && likelihood > mem->leak_likelihood) {
             double kept = acc->leak_tracked_bytes - acc->leak_freed_bytes;
+            mem->leak_likelihood = likelihood;
             mem->leak_velocity_mb_s = elapsed > 0 && kept > 0 ? kept / MEMORY_MB / elapsed : 0;
         }
     }
+}
+
+static int memory_point_cmp(const void *a, const void *b)
+{
+    const sonde_point_t *pa = a, *pb = b;
+    return (pa->t_sec > pb->t_sec) - (pa->t_sec < pb->t_sec);
+}
+
+/* Adds src's points to dst (kept in time order), reduced to the reported
+ * number of points. Returns 0 or -ENOMEM. */
+static int memory_merge_timeline(sonde_timeline_t *dst, const sonde_timeline_t *src)
+{
+    bool sorted = dst->n == 0;
+    for (size_t i = 0; i < src->n; i++)
+        if (sonde_timeline_add(dst, src->points[i].t_sec, src->points[i].mb) < 0) return -ENOMEM;
+    if (!sorted) qsort(dst->points, dst->n, sizeof *dst->points, memory_point_cmp);
+    sonde_timeline_reduce(dst, SONDE_MEMORY_TIMELINE_POINTS);
+    return 0;
 }
 
 int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
@@ -262,21 +278,25 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
     char path[8192];
     if (!m->started) return 0;
     sonde_memory_stop(m);
-    double elapsed = (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
-    bool grew = m->baseline_bytes > 0
-                    ? (double)(m->final_bytes - m->baseline_bytes) >=
-                          SONDE_MEMORY_LEAK_GROWTH * (double)m->baseline_bytes
-                    : m->final_bytes > 0;
+    /* Rates over the run's time as the report states it (the sampler's),
+     * like every other per-second figure; ours when there is none. */
+    double elapsed =
+        prof->elapsed_sec > 0
+            ? prof->elapsed_sec
+            : (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
+    bool grew = m->baseline_bytes > 0 ? (double)(m->final_bytes - m->baseline_bytes) >=
+                                            SONDE_MEMORY_LEAK_GROWTH * (double)m->baseline_bytes
+                                      : m->final_bytes > 0;
     prof->has_memory = true;
     for (size_t i = 0; i < m->lines_cap; i++) {
         const sonde_memory_line_t *acc = &m->lines[i];
         const sonde_pycode_t *code = NULL;
         if (!acc->key || !memory_where(m, acc->key, cwd, path, sizeof path, &code)) continue;
-        sonde_line_stats_t *line = sonde_profile_line(prof, path, code->name, code->firstlineno,
-                                                      (int)(uint32_t)acc->key);
+        sonde_line_stats_t *line =
+            sonde_profile_line(prof, path, code->name, code->firstlineno, (int)(uint32_t)acc->key);
         if (!line) return -ENOMEM;
-        memory_fill_line(m, acc, &line->mem, elapsed, grew);
-        if (memory_copy_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
+        memory_fill_line(acc, &line->mem, elapsed, grew);
+        if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
     }
     prof->max_footprint_mb = m->max_footprint_mb;
     free(prof->max_footprint_file);
@@ -288,16 +308,19 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
         if (!(prof->max_footprint_file = strdup(path))) return -ENOMEM;
         prof->max_footprint_lineno = (int)(uint32_t)m->max_footprint_key;
     }
-    return memory_copy_timeline(&prof->footprint, &m->footprint);
+    sonde_timeline_free(&prof->footprint);
+    return memory_merge_timeline(&prof->footprint, &m->footprint);
 }
 
-/* ---- free ------------------------------------------------------------------------------------- */
+/* ---- free -------------------------------------------------------------------------------------
+ */
 
 void sonde_memory_free(sonde_memory_t *m)
 {
     if (!m->started) return;
     sonde_memory_stop(m);
-    for (size_t i = 0; i < m->lines_cap; i++) sonde_timeline_free(&m->lines[i].timeline);
+    for (size_t i = 0; i < m->lines_cap; i++)
+        sonde_timeline_free(&m->lines[i].timeline);
     free(m->lines);
     free(m->code_wanted);
     sonde_timeline_free(&m->footprint);

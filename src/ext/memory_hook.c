@@ -45,7 +45,8 @@ static int memory_lines_grow_unlocked(sonde_memory_t *m)
     for (size_t i = 0; i < m->lines_cap; i++) {
         if (!m->lines[i].key) continue;
         size_t j = memory_hash(m->lines[i].key) & (cap - 1);
-        while (lines[j].key) j = (j + 1) & (cap - 1);
+        while (lines[j].key)
+            j = (j + 1) & (cap - 1);
         lines[j] = m->lines[i];
     }
     free(m->lines);
@@ -60,7 +61,8 @@ static sonde_memory_line_t *memory_line_unlocked(sonde_memory_t *m, uint64_t key
     if ((m->lines_used + 1) * 4 > m->lines_cap * 3 && memory_lines_grow_unlocked(m) < 0)
         return NULL;
     size_t j = memory_hash(key) & (m->lines_cap - 1);
-    while (m->lines[j].key && m->lines[j].key != key) j = (j + 1) & (m->lines_cap - 1);
+    while (m->lines[j].key && m->lines[j].key != key)
+        j = (j + 1) & (m->lines_cap - 1);
     if (!m->lines[j].key) {
         m->lines[j].key = key;
         m->lines_used++;
@@ -82,7 +84,8 @@ static bool memory_code_wanted_unlocked(sonde_memory_t *m, uint32_t code_id)
 {
     if (code_id >= m->code_wanted_cap) {
         size_t cap = m->code_wanted_cap ? m->code_wanted_cap : 256;
-        while (cap <= code_id) cap *= 2;
+        while (cap <= code_id)
+            cap *= 2;
         int8_t *wanted = realloc(m->code_wanted, cap);
         if (!wanted) return false;
         memset(wanted + m->code_wanted_cap, -1, cap - m->code_wanted_cap);

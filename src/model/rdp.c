@@ -20,9 +20,9 @@
 #define RDP_FLAT 1e-9
 
 typedef struct rdp_segment {
-    size_t lo, hi;  /* ends, both kept */
-    size_t far;     /* interior point farthest from the chord */
-    double dist;    /* its distance */
+    size_t lo, hi; /* ends, both kept */
+    size_t far;    /* interior point farthest from the chord */
+    double dist;   /* its distance */
 } rdp_segment_t;
 
 typedef struct rdp_scale {

@@ -22,8 +22,8 @@ sonde_shim_config_t sonde__shim_config = {.malloc_threshold = INT64_MAX};
 _Atomic int64_t sonde__shim_footprint;
 __thread sonde__shim_thread_t sonde__shim_thread SHIM_TLS;
 
-static _Atomic uint32_t shim_last_gen;   /* generations handed out */
-static _Atomic int64_t shim_in_flight;   /* events being handled by the user */
+static _Atomic uint32_t shim_last_gen; /* generations handed out */
+static _Atomic int64_t shim_in_flight; /* events being handled by the user */
 static pthread_once_t shim_atfork_once = PTHREAD_ONCE_INIT;
 
 /* ---- per-thread slow paths --------------------------------------------------- */
@@ -68,7 +68,8 @@ void sonde__shim_thread_reset(sonde__shim_thread_t *t, uint32_t gen)
     t->python_alloc = t->native_alloc = 0;
     t->footprint_pending = 0;
     t->leak_countdown = sonde__shim_exp_draw(t, sonde__shim_config.leak_sample_bytes);
-    t->copy_armed = t->copy_countdown = sonde__shim_exp_draw(t, sonde__shim_config.copy_sample_bytes);
+    t->copy_armed = t->copy_countdown =
+        sonde__shim_exp_draw(t, sonde__shim_config.copy_sample_bytes);
     errno = saved;
 }
 
@@ -183,7 +184,8 @@ void sonde_shim_stop(void)
      * block on anything but each other); wait for them. The caller's own
      * thread cannot be among them: stop is never called from a hook. */
     struct timespec nap = {0, 50000};
-    while (sonde_atomic_load_seq_cst(&shim_in_flight) > 0) nanosleep(&nap, NULL);
+    while (sonde_atomic_load_seq_cst(&shim_in_flight) > 0)
+        nanosleep(&nap, NULL);
 }
 
 int64_t sonde_shim_footprint(void)

@@ -27,9 +27,11 @@ static void *shim_copy_bytes(void *dst, const void *src, size_t n)
     const unsigned char *s = src;
     if (d == s || n == 0) return dst;
     if (d < s || d >= s + n) {
-        for (size_t i = 0; i < n; i++) d[i] = s[i];
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
     } else {
-        for (size_t i = n; i-- > 0;) d[i] = s[i];
+        for (size_t i = n; i-- > 0;)
+            d[i] = s[i];
     }
     return dst;
 }

@@ -36,7 +36,8 @@ static atomic_flag shim_leak_lock = ATOMIC_FLAG_INIT;
 
 static void shim_leak_lock_take(void)
 {
-    while (sonde_atomic_flag_test_and_set_acquire(&shim_leak_lock)) sched_yield();
+    while (sonde_atomic_flag_test_and_set_acquire(&shim_leak_lock))
+        sched_yield();
 }
 
 static void shim_leak_lock_give(void)

@@ -163,8 +163,8 @@ int sonde_shim_wrap_pyalloc(int domain, const sonde_shim_pyalloc_t *original, in
 
 static sonde_shim_pyarena_t shim_arena_original; /* set once, before use */
 static bool shim_arena_installed;
-static bool shim_arena_from_start;               /* installed before any arena */
-static _Atomic int64_t shim_arena_live;          /* bytes in arenas we saw */
+static bool shim_arena_from_start;      /* installed before any arena */
+static _Atomic int64_t shim_arena_live; /* bytes in arenas we saw */
 
 static void *shim_arena_alloc(void *ctx, size_t size)
 {

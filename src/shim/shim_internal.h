@@ -155,7 +155,8 @@ extern _Atomic uint64_t sonde__shim_leak_bits[SHIM_LEAK_SLOTS / 64];
 
 static inline uint32_t sonde__shim_leak_slot(const void *ptr)
 {
-    return (uint32_t)((((uintptr_t)ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - SHIM_LEAK_SLOT_BITS));
+    return (uint32_t)((((uintptr_t)ptr >> 4) * 0x9e3779b97f4a7c15ull) >>
+                      (64 - SHIM_LEAK_SLOT_BITS));
 }
 
 static inline bool sonde__shim_leak_maybe(const void *ptr)

@@ -26,10 +26,22 @@ static void fill(size_t n, double (*f)(size_t, size_t))
     }
 }
 
-static double line_f(size_t i, size_t n) { return 3.0 + 2.0 * (double)i; }
-static double step_f(size_t i, size_t n) { return i < n / 2 ? 100.0 : 600.0; }
-static double spike_f(size_t i, size_t n) { return i == n / 3 ? 900.0 : 50.0; }
-static double sine_f(size_t i, size_t n) { return 500.0 + 400.0 * sin((double)i / 150.0); }
+static double line_f(size_t i, size_t n)
+{
+    return 3.0 + 2.0 * (double)i;
+}
+static double step_f(size_t i, size_t n)
+{
+    return i < n / 2 ? 100.0 : 600.0;
+}
+static double spike_f(size_t i, size_t n)
+{
+    return i == n / 3 ? 900.0 : 50.0;
+}
+static double sine_f(size_t i, size_t n)
+{
+    return 500.0 + 400.0 * sin((double)i / 150.0);
+}
 
 static uint64_t walk_state = 88172645463325252ull;
 static double walk_f(size_t i, size_t n)
@@ -50,7 +62,8 @@ static bool well_formed(size_t n_orig, size_t n)
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (i && !(pts[i].t_sec > pts[i - 1].t_sec)) return false;
-        while (j < n_orig && orig[j].t_sec != pts[i].t_sec) j++;
+        while (j < n_orig && orig[j].t_sec != pts[i].t_sec)
+            j++;
         if (j == n_orig || orig[j].mb != pts[i].mb) return false;
     }
     return true;
@@ -69,7 +82,8 @@ static double max_error(size_t n_orig, size_t n)
     double worst = 0;
     size_t seg = 0;
     for (size_t i = 0; i < n_orig; i++) {
-        while (seg + 1 < n - 1 && pts[seg + 1].t_sec < orig[i].t_sec) seg++;
+        while (seg + 1 < n - 1 && pts[seg + 1].t_sec < orig[i].t_sec)
+            seg++;
         const sonde_point_t *a = &pts[seg], *b = &pts[seg + 1];
         double w = (orig[i].t_sec - a->t_sec) / (b->t_sec - a->t_sec);
         double err = fabs(a->mb + w * (b->mb - a->mb) - orig[i].mb);
@@ -116,7 +130,8 @@ int main(void)
     check(n == 2 && well_formed(N_POINTS, n), "rdp_budget_min_two", "n %zu", n);
 
     sonde_timeline_t tl = {NULL, 0, 0};
-    for (int i = 0; i < 1000; i++) sonde_timeline_add(&tl, i, i % 7);
+    for (int i = 0; i < 1000; i++)
+        sonde_timeline_add(&tl, i, i % 7);
     sonde_timeline_reduce(&tl, 100);
     check(tl.n == 100 && tl.points[0].t_sec == 0 && tl.points[99].t_sec == 999,
           "rdp_timeline_reduce", "n %zu", tl.n);

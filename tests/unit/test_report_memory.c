@@ -43,7 +43,8 @@ static void build(sonde_profile_t *prof, const char *path, bool memory)
     grow->mem.peak_mb = 300;
     grow->mem.leak_likelihood = 0.97;
     grow->mem.leak_velocity_mb_s = 150;
-    for (int i = 0; i <= 10; i++) sonde_timeline_add(&grow->mem.timeline, 0.2 * i, 30.0 * i);
+    for (int i = 0; i <= 10; i++)
+        sonde_timeline_add(&grow->mem.timeline, 0.2 * i, 30.0 * i);
     sonde_line_stats_t *copy = sonde_profile_line(prof, path, "copy", 6, 7);
     copy->mem.malloc_mb = 100;
     copy->mem.mallocs = 10;
@@ -102,10 +103,11 @@ static void test_json(const char *path)
     }
     /* Functions have no memory figures. */
     const char *funcs = strstr(json, "\"functions\"");
-    check(funcs && !strstr(funcs, "\"n_malloc_mb\": 0, \"n_mallocs\": 0, \"n_avg_mb\": 0, "
-                                   "\"n_peak_mb\": 0, \"n_python_fraction\": 0, "
-                                   "\"n_usage_fraction\": 0, \"n_copy_mb_s\": 0}")
-              && !strstr(funcs, "\"memory_samples\""),
+    check(funcs &&
+              !strstr(funcs, "\"n_malloc_mb\": 0, \"n_mallocs\": 0, \"n_avg_mb\": 0, "
+                             "\"n_peak_mb\": 0, \"n_python_fraction\": 0, "
+                             "\"n_usage_fraction\": 0, \"n_copy_mb_s\": 0}") &&
+              !strstr(funcs, "\"memory_samples\""),
           "memory_json_not_on_functions", "%s", funcs ? funcs : "(none)");
     free(json);
     sonde_profile_free(&prof);
@@ -150,8 +152,7 @@ static void test_text(const char *path)
         check(strstr(text, want[i]) != NULL, name, "missing '%s' in:\n%s", want[i], text);
     }
     /* Line 7 has 0.1 % of the time but a quarter of the memory: shown. */
-    check(strstr(text, "return bytes(b)") != NULL, "memory_text_line_shown_for_memory", "%s",
-          text);
+    check(strstr(text, "return bytes(b)") != NULL, "memory_text_line_shown_for_memory", "%s", text);
     free(text);
     sonde_profile_free(&prof);
 }
@@ -174,7 +175,8 @@ static void test_sparkline(void)
     char buf[64];
     sonde__sparkline(&tl, 100, 10, buf, sizeof buf);
     check(buf[0] == 0, "sparkline_empty", "'%s'", buf);
-    for (int i = 0; i < 8; i++) sonde_timeline_add(&tl, i, 100.0 * i / 7);
+    for (int i = 0; i < 8; i++)
+        sonde_timeline_add(&tl, i, 100.0 * i / 7);
     sonde__sparkline(&tl, 100, 10, buf, sizeof buf);
     check(strcmp(buf, "\xe2\x96\x81\xe2\x96\x82\xe2\x96\x83\xe2\x96\x84\xe2\x96\x85\xe2\x96\x86"
                       "\xe2\x96\x87\xe2\x96\x88") == 0,

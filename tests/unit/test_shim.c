@@ -91,7 +91,8 @@ static int64_t memory_sum(int from, pthread_t *thread, int64_t *python, int *cou
 static int count_kind(int from, sonde_shim_event_kind_t kind)
 {
     int n = 0, end = atomic_load(&n_events);
-    for (int i = from; i < end && i < MAX_EVENTS; i++) n += events[i].event.kind == kind;
+    for (int i = from; i < end && i < MAX_EVENTS; i++)
+        n += events[i].event.kind == kind;
     return n;
 }
 
@@ -104,10 +105,21 @@ static void test_exports(const char *shim_path)
     FILE *nm = popen(command, "r");
     char line[512], bad[2048] = "";
     int n = 0;
-    static const char *const allowed[] = {
-        "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
-        "memalign", "valloc", "pvalloc", "malloc_usable_size", "memcpy", "memmove",
-        "__memcpy_chk", "__memmove_chk"};
+    static const char *const allowed[] = {"malloc",
+                                          "calloc",
+                                          "realloc",
+                                          "reallocarray",
+                                          "free",
+                                          "posix_memalign",
+                                          "aligned_alloc",
+                                          "memalign",
+                                          "valloc",
+                                          "pvalloc",
+                                          "malloc_usable_size",
+                                          "memcpy",
+                                          "memmove",
+                                          "__memcpy_chk",
+                                          "__memmove_chk"};
     while (nm && fgets(line, sizeof line, nm)) {
         char *name = strrchr(line, ' ');
         if (!name) continue;
@@ -115,7 +127,8 @@ static void test_exports(const char *shim_path)
         name[strcspn(name, "\n")] = 0;
         n++;
         bool ok = strncmp(name, "sonde_shim_", 11) == 0;
-        for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++) ok = ok || !strcmp(name, allowed[i]);
+        for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+            ok = ok || !strcmp(name, allowed[i]);
         if (!ok && strlen(bad) + strlen(name) + 2 < sizeof bad) {
             strcat(bad, name);
             strcat(bad, " ");
@@ -135,19 +148,43 @@ static void test_inert_before_start(void)
 }
 
 typedef void *(*alloc_fn)(size_t);
-static void *via_malloc(size_t n) { return malloc(n); }
-static void *via_calloc(size_t n) { return calloc(1, n); }
-static void *via_realloc(size_t n) { return realloc(NULL, n); }
-static void *via_reallocarray(size_t n) { return reallocarray(NULL, n, 1); }
+static void *via_malloc(size_t n)
+{
+    return malloc(n);
+}
+static void *via_calloc(size_t n)
+{
+    return calloc(1, n);
+}
+static void *via_realloc(size_t n)
+{
+    return realloc(NULL, n);
+}
+static void *via_reallocarray(size_t n)
+{
+    return reallocarray(NULL, n, 1);
+}
 static void *via_posix_memalign(size_t n)
 {
     void *p = NULL;
     return posix_memalign(&p, 64, n) == 0 ? p : NULL;
 }
-static void *via_aligned_alloc(size_t n) { return aligned_alloc(4096, n); }
-static void *via_memalign(size_t n) { return memalign(256, n); }
-static void *via_valloc(size_t n) { return valloc(n); }
-static void *via_pvalloc(size_t n) { return pvalloc(n); }
+static void *via_aligned_alloc(size_t n)
+{
+    return aligned_alloc(4096, n);
+}
+static void *via_memalign(size_t n)
+{
+    return memalign(256, n);
+}
+static void *via_valloc(size_t n)
+{
+    return valloc(n);
+}
+static void *via_pvalloc(size_t n)
+{
+    return pvalloc(n);
+}
 
 static void test_big_blocks(void)
 {
@@ -186,10 +223,12 @@ static void test_small_blocks(void)
     enum { N = 1600, SIZE = 64 * 1024 };
     static void *blocks[N];
     int from = atomic_load(&n_events);
-    for (int i = 0; i < N; i++) blocks[i] = malloc(SIZE);
+    for (int i = 0; i < N; i++)
+        blocks[i] = malloc(SIZE);
     int64_t grew = memory_sum(from, NULL, NULL, NULL);
     int mid = atomic_load(&n_events);
-    for (int i = 0; i < N; i++) free(blocks[i]);
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
     int64_t shrank = memory_sum(mid, NULL, NULL, NULL);
     int64_t total = (int64_t)N * SIZE;
     check(grew <= total + THRESHOLD && grew >= total - 2 * THRESHOLD, "shim_small_blocks_add_up",
@@ -201,7 +240,8 @@ static void test_small_blocks(void)
 static void *thread_allocates(void *arg)
 {
     void **kept = arg;
-    for (int i = 0; i < 100; i++) kept[i] = malloc(MIB);
+    for (int i = 0; i < 100; i++)
+        kept[i] = malloc(MIB);
     return NULL;
 }
 
@@ -210,8 +250,10 @@ static void test_threads(void)
     static void *kept[2][100];
     pthread_t threads[2];
     int from = atomic_load(&n_events);
-    for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, thread_allocates, kept[i]);
-    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&threads[i], NULL, thread_allocates, kept[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], NULL);
     pthread_t self = pthread_self();
     int64_t mine = memory_sum(from, &self, NULL, NULL);
     bool ok = mine == 0;
@@ -224,15 +266,28 @@ static void test_threads(void)
     }
     check(ok, "shim_threads_charged_on_their_thread", "%smain: %lld", detail, (long long)mine);
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 100; j++) free(kept[i][j]);
+        for (int j = 0; j < 100; j++)
+            free(kept[i][j]);
 }
 
 /* A stand-in for pymalloc: the "original" allocator of a Python domain,
  * which uses malloc for everything (as PYTHONMALLOC=malloc does). */
-static void *fake_py_malloc(void *ctx, size_t n) { return malloc(n ? n : 1); }
-static void *fake_py_calloc(void *ctx, size_t a, size_t b) { return calloc(a ? a : 1, b ? b : 1); }
-static void *fake_py_realloc(void *ctx, void *p, size_t n) { return realloc(p, n ? n : 1); }
-static void fake_py_free(void *ctx, void *p) { free(p); }
+static void *fake_py_malloc(void *ctx, size_t n)
+{
+    return malloc(n ? n : 1);
+}
+static void *fake_py_calloc(void *ctx, size_t a, size_t b)
+{
+    return calloc(a ? a : 1, b ? b : 1);
+}
+static void *fake_py_realloc(void *ctx, void *p, size_t n)
+{
+    return realloc(p, n ? n : 1);
+}
+static void fake_py_free(void *ctx, void *p)
+{
+    free(p);
+}
 
 static void test_python_domain(void)
 {
@@ -245,13 +300,15 @@ static void test_python_domain(void)
     int from = atomic_load(&n_events);
     void *big = wrapped.malloc(wrapped.ctx, 20 * MIB);
     static void *many[600];
-    for (int i = 0; i < 600; i++) many[i] = wrapped.malloc(wrapped.ctx, 32 * 1024);
+    for (int i = 0; i < 600; i++)
+        many[i] = wrapped.malloc(wrapped.ctx, 32 * 1024);
     int64_t python = 0;
     int64_t grew = memory_sum(from, NULL, &python, NULL);
     check(grew > 20 * MIB && python >= grew - THRESHOLD, "shim_python_domain_is_python",
           "grew %lld, python %lld", (long long)grew, (long long)python);
     wrapped.free(wrapped.ctx, big);
-    for (int i = 0; i < 600; i++) wrapped.free(wrapped.ctx, many[i]);
+    for (int i = 0; i < 600; i++)
+        wrapped.free(wrapped.ctx, many[i]);
 }
 
 static void test_leaks(void)
@@ -259,10 +316,12 @@ static void test_leaks(void)
     enum { N = 400 };
     static void *blocks[N];
     int from = atomic_load(&n_events);
-    for (int i = 0; i < N; i++) blocks[i] = malloc(256 * 1024);
+    for (int i = 0; i < N; i++)
+        blocks[i] = malloc(256 * 1024);
     int tracked = count_kind(from, SONDE_SHIM_EV_LEAK_TRACK);
     int mid = atomic_load(&n_events);
-    for (int i = 0; i < N; i += 2) free(blocks[i]); /* half of them */
+    for (int i = 0; i < N; i += 2)
+        free(blocks[i]); /* half of them */
     int freed = count_kind(mid, SONDE_SHIM_EV_LEAK_FREED);
     /* 100 MiB at a mark per MiB: about 100 tracked, half of them freed. */
     check(tracked >= 60 && tracked <= 140, "shim_leak_samples_by_rate", "%d tracked", tracked);
@@ -272,22 +331,25 @@ static void test_leaks(void)
     for (int i = mid; i < end && i < MAX_EVENTS; i++)
         sited += events[i].event.kind == SONDE_SHIM_EV_LEAK_FREED && events[i].event.site > 0;
     check(sited == freed, "shim_leak_free_has_site", "%d of %d", sited, freed);
-    for (int i = 1; i < N; i += 2) free(blocks[i]);
+    for (int i = 1; i < N; i += 2)
+        free(blocks[i]);
 }
 
 static void test_copies(void)
 {
     static char src[MIB], dst[MIB];
     int from = atomic_load(&n_events);
-    for (int i = 0; i < 512; i++) memcpy(dst, src, sizeof dst);
-    for (int i = 0; i < 512; i++) memmove(dst + 1, dst, sizeof dst - 1);
+    for (int i = 0; i < 512; i++)
+        memcpy(dst, src, sizeof dst);
+    for (int i = 0; i < 512; i++)
+        memmove(dst + 1, dst, sizeof dst - 1);
     int64_t copied = 0;
     int end = atomic_load(&n_events);
     for (int i = from; i < end && i < MAX_EVENTS; i++)
         if (events[i].event.kind == SONDE_SHIM_EV_COPY) copied += events[i].event.bytes;
     double want = 1024.0 * MIB;
-    check(copied > 0.85 * want && copied < 1.15 * want, "shim_copies_counted",
-          "%.1f MiB of %.1f", (double)copied / MIB, want / MIB);
+    check(copied > 0.85 * want && copied < 1.15 * want, "shim_copies_counted", "%.1f MiB of %.1f",
+          (double)copied / MIB, want / MIB);
 }
 
 static void test_errno(void)
