@@ -115,6 +115,11 @@ int sonde_sampler_start_gil(sonde_sampler_t *s);
 /* Asks the sampler thread to stop and joins it (releasing the GIL while
  * waiting when called with it). Idempotent. */
 void sonde_sampler_stop(sonde_sampler_t *s);
+/* Stops the sampler thread around a fork (its tables are kept), so that
+ * the program forks with no thread of ours (3.12+ warns about forking a
+ * multi-threaded process); resume starts it again. Returns 0 or -errno. */
+void sonde_sampler_pause(sonde_sampler_t *s);
+int sonde_sampler_resume(sonde_sampler_t *s);
 /* Async-signal-safe: asks the sampler thread to run on_terminate. */
 void sonde_sampler_signal_terminate(sonde_sampler_t *s);
 /* Converts what was sampled into a profile (after stop). cwd resolves

@@ -395,9 +395,12 @@ static void *sampler_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     sonde_prim_set_timer_slack(1000);
 
-    s->last_tick_ns = sonde_prim_monotonic_ns();
-    sampler_tick(s); /* baseline */
-    sonde_ns_t next = s->last_tick_ns + sampler_next_interval(s);
+    if (s->first_tick) {
+        s->last_tick_ns = sonde_prim_monotonic_ns();
+        sampler_tick(s); /* baseline */
+    }
+    /* (After a pause for fork, the next tick covers the pause too.) */
+    sonde_ns_t next = sonde_prim_monotonic_ns() + sampler_next_interval(s);
     for (;;) {
         sonde_ns_t now = sonde_prim_monotonic_ns();
         if (next > now) {
@@ -484,6 +487,28 @@ void sonde_sampler_stop(sonde_sampler_t *s)
     if (have_gil) PyEval_RestoreThread(save);
     s->thread_started = false;
     if (!s->stop_ns) s->stop_ns = sonde_prim_monotonic_ns();
+}
+
+void sonde_sampler_pause(sonde_sampler_t *s)
+{
+    if (!s->thread_started || pthread_equal(pthread_self(), s->thread)) return;
+    atomic_store_explicit(&s->stop_requested, true, memory_order_release);
+    uint64_t one = 1;
+    ssize_t rc = write(s->wake_fd, &one, sizeof one);
+    (void)rc;
+    pthread_join(s->thread, NULL); /* quick: the sampler never waits for the GIL */
+    s->thread_started = false;
+    rc = read(s->wake_fd, &one, sizeof one); /* drain the wake-up */
+    (void)rc;
+    atomic_store_explicit(&s->stop_requested, false, memory_order_release);
+}
+
+int sonde_sampler_resume(sonde_sampler_t *s)
+{
+    if (s->thread_started || s->wake_fd < 0) return 0;
+    int rc = -pthread_create(&s->thread, NULL, sampler_main, s);
+    if (rc == 0) s->thread_started = true;
+    return rc;
 }
 
 int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof)

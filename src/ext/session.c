@@ -191,6 +191,54 @@ static PyObject *session_atexit(PyObject *self, PyObject *unused)
 
 static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_NOARGS, NULL};
 
+/* ---- fork ---------------------------------------------------------------------------- */
+
+/* os.register_at_fork hooks: the program forks with no thread of ours, as
+ * it would unprofiled; the child never restarts it (the session belongs to
+ * the parent). */
+static PyObject *session_before_fork(PyObject *self, PyObject *unused)
+{
+    if (session.active && session.pid == getpid()) sonde_sampler_pause(&session.sampler);
+    Py_RETURN_NONE;
+}
+
+static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
+{
+    if (session.active && session.pid == getpid()) sonde_sampler_resume(&session.sampler);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef session_before_fork_def = {"_sonde_before_fork", session_before_fork,
+                                              METH_NOARGS, NULL};
+static PyMethodDef session_after_fork_def = {"_sonde_after_fork_parent",
+                                             session_after_fork_parent, METH_NOARGS, NULL};
+static bool session_fork_registered;
+
+/* Registers the fork hooks once per process. Returns 0 or -1 with an
+ * exception. */
+static int session_register_fork(void)
+{
+    if (session_fork_registered) return 0;
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    PyObject *before = PyCFunction_New(&session_before_fork_def, NULL);
+    PyObject *after = PyCFunction_New(&session_after_fork_def, NULL);
+    PyObject *kwargs = Py_BuildValue("{s:O,s:O}", "before", before, "after_in_parent", after);
+    PyObject *args = PyTuple_New(0);
+    PyObject *res = (reg && before && after && kwargs && args) ? PyObject_Call(reg, args, kwargs)
+                                                               : NULL;
+    Py_XDECREF(res);
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(after);
+    Py_XDECREF(before);
+    Py_XDECREF(reg);
+    Py_XDECREF(os);
+    if (!res) return -1;
+    session_fork_registered = true;
+    return 0;
+}
+
 static int session_register_atexit(void)
 {
     if (session_atexit_registered) return 0;
@@ -292,7 +340,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.on_terminate = session_on_terminate;
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
-    if (session_register_atexit() < 0) {
+    if (session_register_atexit() < 0 || session_register_fork() < 0) {
         session_clear(s);
         return -1;
     }

@@ -218,3 +218,24 @@ def test_report_to_stderr_by_default(env):
     check(proc.returncode == 0 and proc.stdout == "done\n", proc.stdout + proc.stderr)
     check("plain.py" in proc.stderr, "no report on stderr: %r" % proc.stderr[-1000:])
     check("\x1b[" not in proc.stderr, "colour escape codes in a non-terminal report")
+
+
+def test_fork_warning_not_added(env):
+    """3.12+ warns when a multi-threaded process forks: sonde's sampler
+    thread must not make a single-threaded program multi-threaded at fork."""
+    script = env.write("fork1.py", """\
+        import os, time
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end: pass
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end: pass  # @after
+        """)
+    plain = env.run_python([script])
+    proc, prof = env.profile(script)
+    check(proc.stderr == plain.stderr, "stderr differs: %r vs %r" % (plain.stderr, proc.stderr))
+    lines = lines_by_no(prof, script)
+    check(marked_lines(script)["after"] in lines, "no samples after the fork: the sampler did not resume")

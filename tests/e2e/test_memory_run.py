@@ -9,6 +9,7 @@ line and the leak list, and a long run's JSON stays bounded.
 """
 import json
 import os
+import re
 import subprocess
 
 from support import check, file_entry
@@ -56,9 +57,6 @@ TRANSPARENT = """
 """
 
 
-FORK_WARNING = "is multi-threaded, use of fork() may lead to deadlocks"
-
-
 def test_memory_program_unchanged(env):
     listed = os.path.join(env.tmp, "listed")
     os.makedirs(listed)
@@ -73,18 +71,13 @@ def test_memory_program_unchanged(env):
           % (ours.returncode, plain.returncode, ours.stderr[-2000:]))
     check(ours.stdout == plain.stdout, "stdout differs:\n--- plain\n%s--- --memory\n%s"
           % (plain.stdout, ours.stdout))
-    stderr = ours.stderr
-    if env.version >= (3, 12) and FORK_WARNING in stderr:
-        # CPython 3.12+ warns after fork() in a process with more than one
-        # OS thread; the CPU sampler's thread is one, with or without
-        # --memory (a CPU-profiler matter: it would have to leave its
-        # thread out of fork()). Check that --memory adds nothing to it.
-        cpu_only = env.run_sonde(["run", "--json", "-o", os.path.join(env.tmp, "cpu.json"),
-                                  script, listed])
-        check(FORK_WARNING in cpu_only.stderr, "the fork warning comes from --memory")
-        stderr = "".join(l for l in stderr.splitlines(True)
-                         if FORK_WARNING not in l and "pid = os.fork()" not in l)
-    check(stderr == plain.stderr, "stderr differs: %r vs %r" % (plain.stderr, ours.stderr))
+    # The program forks while its own threads run, so 3.12+ warns in both
+    # runs (with different pids); sonde's threads never add to that: the
+    # sampler pauses around fork.
+    def same(text):
+        return re.sub(r"pid=\d+", "pid=N", text)
+    check(same(ours.stderr) == same(plain.stderr),
+          "stderr differs: %r vs %r" % (plain.stderr, ours.stderr))
     check("child env has the shim: False False" in ours.stdout, "a child inherited the shim")
     with open(out, encoding="utf-8") as f:
         prof = json.load(f)
