@@ -13,6 +13,7 @@
  */
 #include "attach_cli.h"
 
+#include "../prim/prim.h"
 #include "../report/report.h"
 
 #include <stdio.h>
@@ -173,28 +174,6 @@ void sonde_attach_cli_progress_end(void)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-static int report_write_fd(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static bool report_color(int fd)
-{
-    const char *no_color = getenv("NO_COLOR");
-    const char *term = getenv("TERM");
-    if ((no_color && *no_color) || (term && strcmp(term, "dumb") == 0)) return false;
-    return isatty(fd);
-}
-
 static int report_render(const sonde_profile_t *prof, sonde_attach_format_t format, int fd,
                          bool to_file, sonde_buf_t *out)
 {
@@ -215,7 +194,7 @@ static int report_render(const sonde_profile_t *prof, sonde_attach_format_t form
             const char *columns = getenv("COLUMNS");
             if (width <= 0 && columns) width = atoi(columns);
             if (width >= 40) topts.width = width;
-            topts.color = report_color(fd);
+            topts.color = sonde_prim_terminal_color(fd);
         }
         return sonde_report_text(prof, &topts, out);
     }
@@ -236,7 +215,7 @@ int sonde_attach_cli_write(const sonde_attach_t *a, sonde_attach_format_t format
         what = "write the report";
         fflush(stdout);
         rc = outfile ? sonde_write_output(outfile, out.data ? out.data : "", out.len)
-                     : report_write_fd(fd, out.data ? out.data : "", out.len);
+                     : sonde_write_fd(fd, out.data ? out.data : "", out.len);
     }
     if (rc < 0)
         sonde_cli_error("cannot %s%s%s: %s", what, outfile ? " to " : "", outfile ? outfile : "",

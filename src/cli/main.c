@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include "../launch/launch.h"
 #include "../prim/prim.h"
 
 #include <stdarg.h>
@@ -75,6 +76,29 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
     *slash = 0;
     if ((size_t)snprintf(buf, len, "%s/lib/sonde", exe) >= len) return -ENAMETOOLONG;
     return 0;
+}
+
+int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
+                     char *const *tokens, int n_tokens)
+{
+    char err[512] = "", pkg_dir[4096], probe[4200];
+    if (sonde_launch_check(prog, outfile, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return 2;
+    }
+    int rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir);
+    if (rc < 0) {
+        sonde_cli_error("cannot find the sonde package next to this command: %s", strerror(-rc));
+        return 2;
+    }
+    snprintf(probe, sizeof probe, "%s/_boot/sitecustomize.py", pkg_dir);
+    if (access(probe, R_OK) != 0) {
+        sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
+        return 2;
+    }
+    sonde_launch_exec(sonde_cli_python(), pkg_dir, mode, prog, tokens, n_tokens, err, sizeof err);
+    sonde_cli_error("%s", err);
+    return 127;
 }
 
 const char *sonde_cli_python_override;

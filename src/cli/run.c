@@ -17,7 +17,6 @@ int sonde_cli_run(int argc, char **argv)
 {
     sonde_run_opts_t opts;
     char err[512] = "";
-    char pkg_dir[4096];
 
     sonde_run_opts_default(&opts);
     /* The parser splits pattern lists in place; hand the interpreter the
@@ -42,23 +41,5 @@ int sonde_cli_run(int argc, char **argv)
         return 2;
     }
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
-    if (sonde_launch_check(&prog, opts.outfile, err, sizeof err) < 0) {
-        sonde_cli_error("%s", err);
-        return 2;
-    }
-    int rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir);
-    if (rc < 0) {
-        sonde_cli_error("cannot find the sonde package next to this command: %s", strerror(-rc));
-        return 2;
-    }
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/_boot/sitecustomize.py", pkg_dir);
-    if (access(probe, R_OK) != 0) {
-        sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
-        return 2;
-    }
-    sonde_launch_exec(sonde_cli_python(), pkg_dir, "run", &prog, tokens, opts.n_option_tokens,
-                      err, sizeof err);
-    sonde_cli_error("%s", err);
-    return 127;
+    return sonde_cli_launch("run", &prog, opts.outfile, tokens, opts.n_option_tokens);
 }

@@ -19,7 +19,6 @@ int sonde_cli_trace(int argc, char **argv)
 {
     sonde_trace_opts_t opts;
     char err[512] = "";
-    char pkg_dir[4096];
 
     if (sonde_trace_opts_parse(&opts, argc, argv, true, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
@@ -30,24 +29,6 @@ int sonde_cli_trace(int argc, char **argv)
         return 0;
     }
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
-    if (sonde_launch_check(&prog, opts.outfile, err, sizeof err) < 0) {
-        sonde_cli_error("%s", err);
-        return 2;
-    }
-    int rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir);
-    if (rc < 0) {
-        sonde_cli_error("cannot find the sonde package next to this command: %s", strerror(-rc));
-        return 2;
-    }
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/_boot/sitecustomize.py", pkg_dir);
-    if (access(probe, R_OK) != 0) {
-        sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
-        return 2;
-    }
     /* The option words travel unchanged; the boot parses them again. */
-    sonde_launch_exec(sonde_cli_python(), pkg_dir, "trace", &prog, argv, opts.n_option_tokens, err,
-                      sizeof err);
-    sonde_cli_error("%s", err);
-    return 127;
+    return sonde_cli_launch("trace", &prog, opts.outfile, argv, opts.n_option_tokens);
 }

@@ -44,29 +44,6 @@ bool sonde_session_from_run(void) { return session.active && session.from_run; }
 
 /* ---- the report ---------------------------------------------------------------- */
 
-static int session_write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static bool session_color(int fd)
-{
-    const char *no_color = getenv("NO_COLOR");
-    const char *term = getenv("TERM");
-    if (no_color && *no_color) return false;
-    if (term && strcmp(term, "dumb") == 0) return false;
-    return isatty(fd);
-}
-
 /* Builds and writes the report. No Python API: runs with or without the
  * GIL. Returns 0 or -errno; *what names the failing step. */
 static int session_report(sonde_session_t *s, const char **what)
@@ -100,7 +77,7 @@ static int session_report(sonde_session_t *s, const char **what)
             const char *columns = getenv("COLUMNS");
             if (width <= 0 && columns) width = atoi(columns);
             if (width >= 40) topts.width = width;
-            topts.color = session_color(2);
+            topts.color = sonde_prim_terminal_color(2);
         }
         rc = sonde_report_text(&prof, &topts, &out);
     }
@@ -109,7 +86,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if (s->outfile)
         rc = sonde_write_output(s->outfile, out.data ? out.data : "", out.len);
     else
-        rc = session_write_all(2, out.data ? out.data : "", out.len);
+        rc = sonde_write_fd(2, out.data ? out.data : "", out.len);
 done:
     sonde_buf_free(&out);
     sonde_profile_free(&prof);
@@ -122,7 +99,7 @@ static void session_report_error(const sonde_session_t *s, const char *what, int
     char line[1024];
     snprintf(line, sizeof line, "sonde: cannot %s%s%s: %s\n", what,
              s->outfile ? " to " : "", s->outfile ? s->outfile : "", strerror(-rc));
-    session_write_all(2, line, strlen(line));
+    sonde_write_fd(2, line, strlen(line));
 }
 
 /* ---- SIGTERM -------------------------------------------------------------------- */

@@ -148,6 +148,15 @@ int sonde_prim_self_exe(char *buf, size_t len)
     return 0;
 }
 
+bool sonde_prim_terminal_color(int fd)
+{
+    const char *no_color = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
+    if (no_color && *no_color) return false;
+    if (term && strcmp(term, "dumb") == 0) return false;
+    return isatty(fd);
+}
+
 int sonde_prim_terminal_width(int fd)
 {
     struct winsize ws;

@@ -58,6 +58,9 @@ void sonde_prim_thread_close(sonde_prim_thread_t *t);
 
 /* Absolute path of the running executable into buf. Returns 0 or -errno. */
 int sonde_prim_self_exe(char *buf, size_t len);
+/* Whether a report written to fd may use colour: fd is a terminal, NO_COLOR
+ * is unset or empty, and TERM is not "dumb". */
+bool sonde_prim_terminal_color(int fd);
 /* Columns of the terminal on fd, or 0 if fd is not a terminal. */
 int sonde_prim_terminal_width(int fd);
 

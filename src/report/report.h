@@ -50,6 +50,9 @@ int sonde_write_output(const char *path, const void *data, size_t len);
 /* Checks, before a run, that sonde_write_output(path) can succeed.
  * Returns 0 or -errno. */
 int sonde_check_output(const char *path);
+/* Writes all of data to fd, retrying after EINTR and short writes.
+ * Returns 0 or -errno. */
+int sonde_write_fd(int fd, const void *data, size_t len);
 
 /* HTML report (html.c): one self-contained page — the JSON report embedded,
  * the viewer's CSS and JS (every *.css and *.js file of viewer_dir, by
