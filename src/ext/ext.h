@@ -104,6 +104,7 @@ typedef struct sonde_sampler {
     /* Shared. */
     pthread_t thread;
     bool thread_started;            /* written by the starting thread only */
+    _Atomic pid_t thread_tid;       /* kernel id of the sampler thread */
     int wake_fd;                    /* eventfd: stop or SIGTERM */
     atomic_bool stop_requested;
     atomic_bool term_requested;

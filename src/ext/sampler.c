@@ -394,6 +394,7 @@ static void *sampler_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     sonde_prim_set_timer_slack(1000);
+    atomic_store(&s->thread_tid, sonde_prim_gettid());
 
     if (s->first_tick) {
         s->last_tick_ns = sonde_prim_monotonic_ns();
@@ -498,6 +499,10 @@ void sonde_sampler_pause(sonde_sampler_t *s)
     (void)rc;
     pthread_join(s->thread, NULL); /* quick: the sampler never waits for the GIL */
     s->thread_started = false;
+    /* fork() must see the thread gone (CPython 3.12+ counts threads in
+     * /proc/self/stat, which can lag pthread_join by a moment). */
+    pid_t tid = atomic_load(&s->thread_tid);
+    if (tid > 0) sonde_prim_wait_thread_gone(tid, 50 * 1000 * 1000);
     rc = read(s->wake_fd, &one, sizeof one); /* drain the wake-up */
     (void)rc;
     atomic_store_explicit(&s->stop_requested, false, memory_order_release);

@@ -179,9 +179,20 @@ static PyObject *session_before_fork(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
+static int session_resume_pending(void *unused)
 {
     if (session.active && session.pid == getpid()) sonde_sampler_resume(&session.sampler);
+    return 0;
+}
+
+/* From 3.13 the interpreter counts threads for its fork warning after the
+ * after_in_parent hooks have run, so the sampler restarts a moment later,
+ * from a pending call, once os.fork() has returned. */
+static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
+{
+    if (session.active && session.pid == getpid() &&
+        Py_AddPendingCall(session_resume_pending, NULL) != 0)
+        sonde_sampler_resume(&session.sampler);
     Py_RETURN_NONE;
 }
 

@@ -60,6 +60,18 @@ void sonde_prim_set_timer_slack(sonde_ns_t ns)
     prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0);
 }
 
+int sonde_prim_wait_thread_gone(pid_t tid, sonde_ns_t timeout_ns)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
+    sonde_ns_t end = sonde_prim_monotonic_ns() + timeout_ns;
+    while (access(path, F_OK) == 0) {
+        if (sonde_prim_monotonic_ns() >= end) return -ETIMEDOUT;
+        sonde_prim_sleep_ns(20000);
+    }
+    return 0;
+}
+
 pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid)

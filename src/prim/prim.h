@@ -24,6 +24,10 @@ int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns);
 void sonde_prim_sleep_ns(sonde_ns_t ns);
 /* Lets the calling thread's short sleeps end on time (timer slack, ns). */
 void sonde_prim_set_timer_slack(sonde_ns_t ns);
+/* Waits until thread tid of this process has left the kernel's thread
+ * list (after pthread_join returns, an exited thread can still be counted
+ * for a moment), at most timeout_ns. Returns 0 or -ETIMEDOUT. */
+int sonde_prim_wait_thread_gone(pid_t tid, sonde_ns_t timeout_ns);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 
