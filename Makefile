@@ -134,13 +134,15 @@ $(BUILD)/tests/pyread_dump: tests/pyread/pyread_dump.c $(CORE_OBJS)
 
 unit: $(UNIT_BINS)
 
-demo: all
+demo:
+	@tools/setup-deps.sh
+	@$(MAKE) --no-print-directory all
 	$(SONDE_BIN) run examples/demo.py
 	@# the same program as an HTML report: $(BUILD)/demo.html
-	$(SONDE_BIN) run --json -o $(BUILD)/demo.json examples/demo.py
-	$(SONDE_BIN) view $(BUILD)/demo.json -o $(BUILD)/demo.html
+	$(SONDE_BIN) run --html -o $(BUILD)/demo.html examples/demo.py
 
 test:
+	@tools/setup-deps.sh --test
 	@$(PYTHON) tests/run.py
 
 bench: all

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sonde needs to build (and, with --test, to
+# run its whole test suite), if they are missing. Called by `make demo` and
+# `make test` so that both work on a fresh Debian 12 machine; a no-op when
+# everything is there. Without root or apt-get it says what to install.
+set -u
+want=()
+[ -f /usr/include/cjson/cJSON.h ] || want+=(libcjson-dev)
+command -v cc >/dev/null 2>&1 || want+=(build-essential)
+if [ "${1:-}" = "--test" ]; then
+    if [ -x /usr/bin/python3 ]; then
+        v=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        [ -f "/usr/include/python$v/Python.h" ] || want+=(python3-dev)
+        /usr/bin/python3 -c 'import numpy' 2>/dev/null || want+=(python3-numpy)
+    fi
+    [ -x /usr/bin/chromium ] || want+=(chromium)
+fi
+[ ${#want[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "sonde: installing ${want[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq "${want[@]}" >/dev/null && exit 0
+    echo "sonde: could not install ${want[*]}" >&2
+    exit 1
+fi
+echo "sonde: missing Debian packages: ${want[*]} (sudo apt-get install ${want[*]})" >&2
+exit 1
