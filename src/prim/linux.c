@@ -125,16 +125,15 @@ int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns
     return 0;
 }
 
-sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
+sonde_thread_wait_t sonde_prim_parse_syscall(const char *text, long *syscall_nr)
 {
-    char text[256];
-    if (linux_task_read(t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
-        return SONDE_WAIT_UNKNOWN;
+    if (syscall_nr) *syscall_nr = -1;
     if (strncmp(text, "running", 7) == 0) return SONDE_WAIT_RUNNING;
     char *end = NULL;
     long nr = strtol(text, &end, 10);
     if (end == text) return SONDE_WAIT_UNKNOWN;
     if (nr < 0) return SONDE_WAIT_RUNNING; /* blocked outside a system call */
+    if (syscall_nr) *syscall_nr = nr;
 #ifdef SYS_futex
     if (nr == SYS_futex) return SONDE_WAIT_THREAD;
 #endif
@@ -142,6 +141,14 @@ sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
     if (nr == SYS_futex_waitv) return SONDE_WAIT_THREAD;
 #endif
     return SONDE_WAIT_SYSTEM;
+}
+
+sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
+{
+    char text[256];
+    if (linux_task_read(t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+        return SONDE_WAIT_UNKNOWN;
+    return sonde_prim_parse_syscall(text, NULL);
 }
 
 void sonde_prim_thread_close(sonde_prim_thread_t *t)

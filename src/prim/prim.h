@@ -59,6 +59,10 @@ int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns
 /* Classifies what the thread is blocked in right now. */
 sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t);
 void sonde_prim_thread_close(sonde_prim_thread_t *t);
+/* Classifies the text of a /proc/.../task/TID/syscall file ("running",
+ * or the number of the system call the thread is blocked in, which goes
+ * to *syscall_nr, -1 when none; syscall_nr may be NULL). Pure. */
+sonde_thread_wait_t sonde_prim_parse_syscall(const char *text, long *syscall_nr);
 
 /* Absolute path of the running executable into buf. Returns 0 or -errno. */
 int sonde_prim_self_exe(char *buf, size_t len);

@@ -127,19 +127,7 @@ sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
     if (syscall_nr) *syscall_nr = -1;
     if (remote_task_read(t, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
-    if (strncmp(text, "running", 7) == 0) return SONDE_WAIT_RUNNING;
-    char *end = NULL;
-    long nr = strtol(text, &end, 10);
-    if (end == text) return SONDE_WAIT_UNKNOWN;
-    if (nr < 0) return SONDE_WAIT_RUNNING; /* blocked outside a system call */
-    if (syscall_nr) *syscall_nr = nr;
-#ifdef SYS_futex
-    if (nr == SYS_futex) return SONDE_WAIT_THREAD;
-#endif
-#ifdef SYS_futex_waitv
-    if (nr == SYS_futex_waitv) return SONDE_WAIT_THREAD;
-#endif
-    return SONDE_WAIT_SYSTEM;
+    return sonde_prim_parse_syscall(text, syscall_nr);
 }
 
 void sonde_prim_task_close(sonde_prim_task_t *t)
