@@ -140,7 +140,6 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run,
 /* Stops the session and writes its report. Returns 0, or -errno with a
  * Python exception set (0 and nothing done if no session is active). */
 int sonde_session_stop_gil(void);
-bool sonde_session_active(void);
 bool sonde_session_from_run(void);
 
 /* ---- boot (boot.c) ----------------------------------------------------------- */

@@ -39,7 +39,6 @@ typedef struct sonde_session {
 static sonde_session_t session;
 static bool session_atexit_registered;
 
-bool sonde_session_active(void) { return session.active; }
 bool sonde_session_from_run(void) { return session.active && session.from_run; }
 
 /* ---- the report ---------------------------------------------------------------- */

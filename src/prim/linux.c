@@ -26,13 +26,6 @@ sonde_ns_t sonde_prim_monotonic_ns(void)
     return (sonde_ns_t)ts.tv_sec * SONDE_NS_PER_SEC + (sonde_ns_t)ts.tv_nsec;
 }
 
-sonde_ns_t sonde_prim_process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (sonde_ns_t)ts.tv_sec * SONDE_NS_PER_SEC + (sonde_ns_t)ts.tv_nsec;
-}
-
 /* The kernel's encoding of a per-thread CPU clock id (include/linux/
  * posix-timers.h): ~tid << 3, CPUCLOCK_PERTHREAD_MASK (4), CPUCLOCK_SCHED (2). */
 static clockid_t linux_thread_clock(pid_t tid)

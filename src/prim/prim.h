@@ -14,8 +14,6 @@
 
 /* CLOCK_MONOTONIC in ns. */
 sonde_ns_t sonde_prim_monotonic_ns(void);
-/* CPU time of the whole process in ns. */
-sonde_ns_t sonde_prim_process_cpu_ns(void);
 /* CPU time (user + system) consumed by thread `tid` of this process.
  * Returns 0 and sets *ns, or -errno (-ESRCH/-EINVAL when the thread is
  * gone). */
