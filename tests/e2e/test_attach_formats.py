@@ -3,6 +3,7 @@ SVG is XML with the frames in it, speedscope JSON has the schema fields and
 frame indices in range, and the JSON and text reports have the shape of
 `sonde run`'s (same fields, same sections)."""
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,7 +47,8 @@ def test_attach_output_formats(env):
     total = frames[0][1]
     hot_samples = sum(s for _, s, _ in hot)
     check(hot_samples >= 0.8 * total, "hot() %d of %d samples in the SVG" % (hot_samples, total))
-    check("samples, " in hot[0][2] and "%" in hot[0][2], "title: %r" % hot[0][2])
+    title = re.search(r"\((\d+) samples?, [\d.]+%\)$", hot[0][2])
+    check(title and int(title.group(1)) == hot[0][1], "title: %r (%d samples)" % (hot[0][2], hot[0][1]))
 
     # speedscope
     doc = parse_speedscope(paths["profile.speedscope.json"])
