@@ -15,7 +15,9 @@ sonde's added time over cProfile's; the targets are <= 0.5 on 3.12+ and
                            [--monotonic] [--write FILE | --append FILE] [--json FILE]
 
 --monotonic adds a column for sonde with CLOCK_MONOTONIC instead of the
-TSC. --write writes the tables as Markdown; --append adds them to the end
+TSC. On 3.12+ two more modes measure the floor that sys.monitoring itself
+sets: the same events delivered to C callbacks that do nothing, and to
+callbacks that only read the clock (bench/floor.c, built here). --write writes the tables as Markdown; --append adds them to the end
 of a file (`make bench`: after bench/run.py wrote docs/PERFORMANCE.md).
 Timings on a shared machine are noisy: compare ratios, and rerun.
 """
@@ -102,8 +104,42 @@ def timed(fn, factory):
         p.disable()
     return dt
 
+class Floor:
+    """sys.monitoring with callbacks that do nothing (or only read the
+    clock) on the events sonde.Profile uses: the interpreter's own cost."""
+    EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND",
+              "CALL", "C_RETURN", "C_RAISE")
+    read_clock = False
+
+    def enable(self):
+        mon = sys.monitoring
+        mon.use_tool_id(2, "floor")
+        hook = sonde_bench_floor.hook(1 if self.read_clock else 0)
+        call_hook = sonde_bench_floor.hook(2 if self.read_clock else 0)
+        mask = 0
+        for name in self.EVENTS:
+            bit = getattr(mon.events, name)
+            mon.register_callback(2, bit, call_hook if name == "CALL" else hook)
+            mask |= bit
+        mon.set_events(2, mask)
+
+    def disable(self):
+        mon = sys.monitoring
+        mon.set_events(2, 0)
+        for name in self.EVENTS:
+            mon.register_callback(2, getattr(mon.events, name), None)
+        mon.free_tool_id(2)
+
+class FloorClock(Floor):
+    read_clock = True
+
 reps = int(sys.argv[1])
 modes = [("python", None), ("cProfile", cProfile.Profile), ("sonde", sonde.Profile)]
+try:
+    import sonde_bench_floor
+    modes += [("floor", Floor), ("floor_clock", FloorClock)]
+except ImportError:
+    pass
 out = {"version": "%d.%d.%d" % sys.version_info[:3], "workloads": []}
 for name, fn in WORKLOADS:
     calls = calls_of(fn)
@@ -150,9 +186,26 @@ def build(name, python):
     return build_dir
 
 
-def run_worker(python, build_dir, reps, extra_env=None):
+def build_floor(python, build_dir):
+    """bench/floor.c as an extension for `python` (3.12+): no-op
+    sys.monitoring callbacks, to measure what the events alone cost.
+    Returns the directory holding it."""
+    out_dir = os.path.join(build_dir, "bench-floor")
+    os.makedirs(out_dir, exist_ok=True)
+    proc = subprocess.run([python, "-c", "import sysconfig as s; print(s.get_paths()['include']); "
+                           "print(s.get_config_var('EXT_SUFFIX'))"], capture_output=True, text=True)
+    include, suffix = proc.stdout.split()
+    target = os.path.join(out_dir, "sonde_bench_floor" + suffix)
+    proc = subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I" + include, os.path.join(ROOT, "bench", "floor.c"),
+                           "-o", target], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit("cannot build bench/floor.c for %s:\n%s" % (python, proc.stderr[-2000:]))
+    return out_dir
+
+
+def run_worker(python, build_dir, reps, extra_env=None, extra_path=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(build_dir, "lib")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(build_dir, "lib")] + ([extra_path] if extra_path else []))
     env.update(extra_env or {})
     proc = subprocess.run([python, "-c", WORKER, str(reps)], capture_output=True, text=True, env=env,
                           cwd=build_dir)  # not the source tree: its sonde/ has no extension
@@ -178,7 +231,8 @@ def main():
     results = []
     for name, python, parts in interpreters(args.python):
         build_dir = build(name, python)
-        res = run_worker(python, build_dir, args.reps)
+        floor_dir = build_floor(python, build_dir) if parts[:2] >= (3, 12) else None
+        res = run_worker(python, build_dir, args.reps, extra_path=floor_dir)
         if args.monotonic:
             mono = run_worker(python, build_dir, args.reps, {"SONDE_TRACE_CLOCK": "monotonic"})
             for w, m in zip(res["workloads"], mono["workloads"]):
@@ -193,10 +247,16 @@ def main():
             w["sonde_added_ns"] = added_ns(med, "sonde", calls)
             w["ratio"] = w["sonde_added_ns"] / w["cprofile_added_ns"] if w["cprofile_added_ns"] > 0 else float("nan")
             ratios.append(w["ratio"])
-            print("  %-11s %7d calls  python %6.1f ns/call  cProfile +%6.1f  sonde +%6.1f%s  ratio %.2f"
+            floor = ""
+            if "floor" in med:
+                w["floor_added_ns"] = added_ns(med, "floor", calls)
+                w["floor_clock_added_ns"] = added_ns(med, "floor_clock", calls)
+                floor = "  events alone +%.1f, with a clock read +%.1f" % (w["floor_added_ns"],
+                                                                         w["floor_clock_added_ns"])
+            print("  %-11s %7d calls  python %6.1f ns/call  cProfile +%6.1f  sonde +%6.1f%s  ratio %.2f%s"
                   % (w["name"], calls, w["base_ns"], w["cprofile_added_ns"], w["sonde_added_ns"],
                      "  (monotonic +%.1f)" % w["monotonic_added_ns"] if "monotonic_added_ns" in w else "",
-                     w["ratio"]), flush=True)
+                     w["ratio"], floor), flush=True)
         res.update(name=name, python=python, target=target, median_ratio=statistics.median(ratios),
                    worst_ratio=max(ratios))
         print("  median ratio %.2f, worst %.2f (%s)" % (res["median_ratio"], res["worst_ratio"],
@@ -228,6 +288,25 @@ def main():
         for res in results:
             lines.append("| %s | %.2f | %.2f | <= %.1f |" % (res["name"], res["median_ratio"], res["worst_ratio"],
                                                           res["target"]))
+        floors = [(res, w) for res in results for w in res["workloads"] if "floor_added_ns" in w]
+        if floors:
+            lines += [
+                "",
+                "The floor on 3.12+: sys.monitoring delivering the same events to callbacks written in C",
+                "that do nothing (bench/floor.c), then to callbacks that only read the TSC, once per",
+                "event that a profiler must time (not on CALL of a Python function). Any profiler built",
+                "on sys.monitoring that times Python functions and built-ins exactly costs at least the",
+                "last of these; the floor ratio is that cost over cProfile's.",
+                "",
+                "| Python | workload | cProfile +ns/call | events alone +ns/call | events + clock +ns/call "
+                "| sonde +ns/call | floor ratio | sonde ratio |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+            ]
+            for res, w in floors:
+                lines.append("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
+                    res["name"], w["name"], w["cprofile_added_ns"], w["floor_added_ns"],
+                    w["floor_clock_added_ns"], w["sonde_added_ns"],
+                    w["floor_clock_added_ns"] / w["cprofile_added_ns"], w["ratio"]))
         lines.append("")
         path = args.write or args.append
         with open(path, "w" if args.write else "a") as f:

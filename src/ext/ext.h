@@ -273,7 +273,12 @@ typedef struct sonde_gpu {
     atomic_bool stop_requested;
     int wake_fd;                  /* eventfd: stop */
     pthread_t thread;
+    atomic_int thread_tid;        /* the reader's kernel tid (0 before it runs) */
     bool thread_started;          /* written by the starting/stopping thread */
+    bool paused;                  /* stopped for fork, to restart */
+    /* Written by the reader thread, read by others after joining it. */
+    bool setup_tried;             /* NVML and the devices were set up (or failed) */
+    bool finished;                /* the reader ended for good (no GPU, lost) */
 } sonde_gpu_t;
 
 /* Loads NVML and starts the reader thread, unless opts->gpu is 0. Never
@@ -294,6 +299,11 @@ bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor,
 int sonde_gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof);
 /* Stops and joins the reader thread. Idempotent. */
 void sonde_gpu_stop(sonde_gpu_t *g);
+/* Around fork(): stops the reader (waiting until the kernel no longer
+ * lists its thread) and, in the parent afterwards, restarts it with the
+ * devices already set up. Both harmless when no reader runs. GIL held. */
+void sonde_gpu_pause(sonde_gpu_t *g);
+void sonde_gpu_resume(sonde_gpu_t *g);
 /* Stops the reader, shuts NVML down and frees everything. Idempotent;
  * harmless on a zeroed sonde_gpu_t. */
 void sonde_gpu_free(sonde_gpu_t *g);

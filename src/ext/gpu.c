@@ -632,9 +632,16 @@ static void *gpu_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    atomic_store(&g->thread_tid, sonde_prim_gettid());
 
-    if (gpu_setup(g) < 0) return NULL;
-    sonde_atomic_store_release(&g->ready, true);
+    if (!g->setup_tried) { /* not again after a pause for fork */
+        g->setup_tried = true;
+        if (gpu_setup(g) < 0) {
+            g->finished = true;
+            return NULL;
+        }
+        sonde_atomic_store_release(&g->ready, true);
+    }
     int failures = 0;
     while (gpu_wait(g)) {
         double util = 0, memory_mb = 0;
@@ -647,6 +654,7 @@ static void *gpu_main(void *arg)
             gpu_publish(g, false, 0, 0, sonde_prim_monotonic_ns());
             gpu_note(g, true, "NVML stopped answering (%s); later samples have no GPU figures",
                      gpu_error(g->nvml, failed));
+            g->finished = true;
             break;
         }
     }
@@ -696,6 +704,28 @@ void sonde_gpu_stop(sonde_gpu_t *g)
     (void)rc;
     pthread_join(g->thread, NULL);
     g->thread_started = false;
+}
+
+void sonde_gpu_pause(sonde_gpu_t *g)
+{
+    if (!g->thread_started || g->pid != getpid()) return;
+    sonde_gpu_stop(g);
+    /* fork() must see the thread gone (see sonde_sampler_pause) */
+    pid_t tid = atomic_load(&g->thread_tid);
+    if (tid > 0) sonde_prim_wait_thread_gone(tid, 50 * 1000 * 1000);
+    uint64_t drained;
+    ssize_t rc = read(g->wake_fd, &drained, sizeof drained);
+    (void)rc;
+    sonde_atomic_store_release(&g->stop_requested, false);
+    g->paused = true;
+}
+
+void sonde_gpu_resume(sonde_gpu_t *g)
+{
+    if (!g->paused || g->pid != getpid()) return;
+    g->paused = false;
+    if (g->finished) return; /* no GPU, or NVML stopped answering */
+    if (pthread_create(&g->thread, NULL, gpu_main, g) == 0) g->thread_started = true;
 }
 
 int sonde_gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof)

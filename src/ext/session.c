@@ -174,13 +174,22 @@ static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_N
  * the parent). */
 static PyObject *session_before_fork(PyObject *self, PyObject *unused)
 {
-    if (session.active && session.pid == getpid()) sonde_sampler_pause(&session.sampler);
+    if (session.active && session.pid == getpid()) {
+        sonde_sampler_pause(&session.sampler);
+        sonde_gpu_pause(&session.gpu);
+    }
     Py_RETURN_NONE;
+}
+
+static void session_resume_threads(void)
+{
+    sonde_gpu_resume(&session.gpu);
+    sonde_sampler_resume(&session.sampler);
 }
 
 static int session_resume_pending(void *unused)
 {
-    if (session.active && session.pid == getpid()) sonde_sampler_resume(&session.sampler);
+    if (session.active && session.pid == getpid()) session_resume_threads();
     return 0;
 }
 
@@ -191,7 +200,7 @@ static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 {
     if (session.active && session.pid == getpid() &&
         Py_AddPendingCall(session_resume_pending, NULL) != 0)
-        sonde_sampler_resume(&session.sampler);
+        session_resume_threads();
     Py_RETURN_NONE;
 }
 

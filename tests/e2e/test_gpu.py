@@ -295,3 +295,35 @@ spin(0.4)
               % (visible, prof.get("gpu_device")))
         check(abs(line["n_gpu_percent"] - util) <= 3 and abs(line["n_gpu_avg_memory_mb"] - mem) <= 1,
               "CUDA_VISIBLE_DEVICES=%r: %r" % (visible, line))
+
+
+def test_gpu_reader_paused_around_fork(env):
+    """The GPU reader thread is stopped around os.fork() like the sampler:
+    a single-threaded program stays single-threaded at fork (3.12+ warns
+    otherwise), and the reader comes back in the parent without setting
+    NVML up again."""
+    body = """\
+phase("util=0 mem=512")
+spin_cold(0.3)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+phase("util=70 mem=1500")
+spin_hot(0.6)
+"""
+    run_env = gpu_env(env)
+    plain_script = env.write("plain_fork.py", PROLOGUE + body)
+    plain = env.run_python([plain_script], env=run_env)
+    check(plain.returncode == 0, plain.stderr[-2000:])
+    script, proc, prof = run_program(env, "gpu_fork.py", body, gpu_env(env))
+    check(proc.stderr == plain.stderr, "stderr differs: %r vs %r" % (plain.stderr, proc.stderr))
+    lines = lines_by_no(prof, script)
+    hot = lines.get(marked_lines(script)["hot"])
+    check(hot, "no samples after the fork")
+    # the reader came back: the stand-in's figures after the fork reach the line
+    check(62 <= hot.get("n_gpu_percent", 0) <= 70, "line after the fork: %r" % hot)
+    check(hot.get("n_gpu_peak_memory_mb") == 1500, "line after the fork: %r" % hot)
+    with open(os.path.join(env.tmp, "nvml-log")) as f:
+        log = f.read().split()
+    check(log == ["init", "shutdown"], "NVML init/shutdown: %r" % log)
