@@ -1,7 +1,8 @@
 /* session.c — one profiling session: start, stop, and the report at the end.
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
- * its atexit hook, its SIGTERM handler and the writing of its report.
+ * its atexit hook, its SIGTERM handler, its os._exit wrapper and the
+ * writing of its report.
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
  * and writing a report needs no Python). session_sigterm is a signal
@@ -250,10 +251,74 @@ static int session_register_atexit(void)
     return 0;
 }
 
+/* ---- os._exit ---------------------------------------------------------------------- */
+
+/* os._exit() ends the process without atexit handlers; the program's own
+ * buffered output is lost as it would be unprofiled, but the profile of
+ * what ran is not. While a session runs, os._exit is this wrapper: in the
+ * session's process it writes the report (without flushing the program's
+ * streams) and then calls the real os._exit; in a forked child it only
+ * calls it. */
+static PyObject *session_real_os_exit; /* owned, kept for the process's life */
+static PyObject *session_os_exit_wrapper; /* owned */
+
+static int session_stop(bool flush_streams);
+
+static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (session.active && session.pid == getpid() && session_stop(false) < 0) PyErr_Clear();
+    return PyObject_Call(session_real_os_exit, args, kwargs);
+}
+
+static PyMethodDef session_os_exit_def = {
+    "_exit", (PyCFunction)(void (*)(void))session_os_exit, METH_VARARGS | METH_KEYWORDS,
+    "Exit to the system with specified status, without normal exit processing.\n\n"
+    "(sonde: writes the profile first, then calls os._exit.)"};
+
+/* Puts the wrapper in place of os._exit. Returns 0 or -1 with an exception. */
+static int session_wrap_os_exit(void)
+{
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) return -1;
+    int rc = -1;
+    PyObject *current = PyObject_GetAttrString(os, "_exit");
+    if (!current) goto done;
+    if (!session_os_exit_wrapper &&
+        !(session_os_exit_wrapper = PyCFunction_NewEx(&session_os_exit_def, NULL, NULL)))
+        goto done;
+    if (current != session_os_exit_wrapper) {
+        Py_XSETREF(session_real_os_exit, current);
+        current = NULL;
+    }
+    rc = PyObject_SetAttrString(os, "_exit", session_os_exit_wrapper);
+done:
+    Py_XDECREF(current);
+    Py_DECREF(os);
+    return rc;
+}
+
+/* Gives os._exit back, if it is still the wrapper. Never fails. */
+static void session_unwrap_os_exit(void)
+{
+    if (!session_real_os_exit) return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *current = os ? PyObject_GetAttrString(os, "_exit") : NULL;
+    if (current == session_os_exit_wrapper &&
+        PyObject_SetAttrString(os, "_exit", session_real_os_exit) < 0)
+        PyErr_Clear();
+    Py_XDECREF(current);
+    Py_XDECREF(os);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
 /* ---- start / stop ---------------------------------------------------------------- */
 
 static void session_clear(sonde_session_t *s)
 {
+    session_unwrap_os_exit();
     sonde_memory_stop(&s->memory);
     sonde_memory_restore_gil(&s->memory);
     sonde_memory_free(&s->memory);
@@ -336,7 +401,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.on_terminate = session_on_terminate;
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
-    if (session_register_atexit() < 0 || session_register_fork() < 0) {
+    if (session_register_atexit() < 0 || session_register_fork() < 0 ||
+        session_wrap_os_exit() < 0) {
         session_clear(s);
         return -1;
     }
@@ -375,10 +441,15 @@ static void session_flush_python_streams(void)
     }
 }
 
-int sonde_session_stop_gil(void)
+int sonde_session_stop_gil(void) { return session_stop(true); }
+
+/* Stops the session and writes the report; flush_streams: flush
+ * sys.stdout and sys.stderr first (not for os._exit). */
+static int session_stop(bool flush_streams)
 {
     sonde_session_t *s = &session;
     if (!s->active) return 0;
+    session_unwrap_os_exit();
     if (s->pid != getpid()) {
         /* A forked child: the sampler and its tables belong to the parent
          * (its thread does not exist here); the child has nothing to stop
@@ -392,7 +463,7 @@ int sonde_session_stop_gil(void)
     int expected = 0;
     if (s->pid == getpid() && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
         const char *what = "";
-        session_flush_python_streams();
+        if (flush_streams) session_flush_python_streams();
         Py_BEGIN_ALLOW_THREADS
         rc = session_report(s, &what);
         Py_END_ALLOW_THREADS

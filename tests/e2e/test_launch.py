@@ -239,3 +239,35 @@ def test_fork_warning_not_added(env):
     check(proc.stderr == plain.stderr, "stderr differs: %r vs %r" % (plain.stderr, proc.stderr))
     lines = lines_by_no(prof, script)
     check(marked_lines(script)["after"] in lines, "no samples after the fork: the sampler did not resume")
+
+
+def test_os_exit_keeps_profile(env):
+    """os._exit() skips atexit handlers; the profile of what ran is still
+    written, the exit status and output are plain python's, and a forked
+    child's os._exit writes nothing."""
+    script = env.write("osexit.py", """\
+        import os, sys, time
+        end = time.perf_counter() + 0.4
+        while time.perf_counter() < end: pass  # @busy
+        pid = os.fork()
+        if pid == 0:
+            os._exit(5)
+        print("child", os.waitpid(pid, 0)[1] >> 8, flush=True)
+        print("pending", end="")
+        sys.stderr.write("to stderr\\n")
+        os._exit(status=3)
+        """)
+    plain = env.run_python([script])
+    check(plain.returncode == 3, "plain python: %d %r" % (plain.returncode, plain.stderr))
+    out = os.path.join(env.tmp, "osexit.json")
+    ours = env.run_sonde(["run", "--json", "-o", out, script])
+    check(ours.returncode == 3, "exit %d: %s" % (ours.returncode, ours.stderr[-2000:]))
+    check(ours.stdout == plain.stdout, "stdout %r vs plain %r" % (ours.stdout, plain.stdout))
+    check(ours.stderr == plain.stderr, "stderr %r vs plain %r" % (ours.stderr, plain.stderr))
+    check(os.path.exists(out), "no profile written on os._exit")
+    with open(out) as f:
+        prof = json.load(f)
+    busy = lines_by_no(prof, script).get(marked_lines(script)["busy"])
+    check(busy and busy["n_samples"] >= 10, "busy line: %r" % busy)
+    leftovers = [f for f in os.listdir(env.tmp) if f.startswith(".") or f.endswith(".tmp")]
+    check(not leftovers, "temporary files left: %s" % leftovers)
