@@ -288,15 +288,27 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
                                             SONDE_MEMORY_LEAK_GROWTH * (double)m->baseline_bytes
                                       : m->final_bytes > 0;
     prof->has_memory = true;
-    for (size_t i = 0; i < m->lines_cap; i++) {
-        const sonde_memory_line_t *acc = &m->lines[i];
-        const sonde_pycode_t *code = NULL;
-        if (!acc->key || !memory_where(m, acc->key, cwd, path, sizeof path, &code)) continue;
-        sonde_line_stats_t *line =
-            sonde_profile_line(prof, path, code->name, code->firstlineno, (int)(uint32_t)acc->key);
-        if (!line) return -ENOMEM;
-        memory_fill_line(acc, &line->mem, elapsed, grew);
-        if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
+    /* Lines first (they create their functions), then functions. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m->lines_cap; i++) {
+            const sonde_memory_line_t *acc = &m->lines[i];
+            const sonde_pycode_t *code = NULL;
+            uint32_t lineno = (uint32_t)acc->key;
+            if (!acc->key || (lineno == SONDE_MEMORY_FUNC_LINE) != (pass == 1) ||
+                !memory_where(m, acc->key, cwd, path, sizeof path, &code))
+                continue;
+            if (pass == 1) {
+                sonde_func_stats_t *func =
+                    sonde_profile_func(prof, path, code->name, code->firstlineno);
+                if (func) memory_fill_line(acc, &func->mem, elapsed, false);
+                continue;
+            }
+            sonde_line_stats_t *line =
+                sonde_profile_line(prof, path, code->name, code->firstlineno, (int)lineno);
+            if (!line) return -ENOMEM;
+            memory_fill_line(acc, &line->mem, elapsed, grew);
+            if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
+        }
     }
     prof->max_footprint_mb = m->max_footprint_mb;
     free(prof->max_footprint_file);

@@ -10,6 +10,10 @@
  * held outside this file's callback. Whatever it allocates goes straight
  * to the real allocator (the shim's guard is set) and is not counted.
  *
+ * Each sample is charged to the line and, under the key of the line's
+ * code object with SONDE_MEMORY_FUNC_LINE, to its function (leak tracking and
+ * timelines are per line only).
+ *
  * The current line is found by reading the calling thread's own frames
  * through src/pyread with plain copies (the thread is inside malloc, so
  * its frame chain cannot change under it), up to the nearest frame of a
@@ -118,6 +122,22 @@ static uint64_t memory_locate_unlocked(sonde_memory_t *m)
 
 /* ---- the samples ------------------------------------------------------------------------- */
 
+/* Adds a memory sample to the accumulator of a line or a function. */
+static void memory_charge(sonde_memory_line_t *acc, const sonde_shim_event_t *ev)
+{
+    if (ev->bytes > 0) {
+        double allocated = (double)(ev->python_bytes + ev->native_bytes);
+        double python_share = allocated > 0 ? (double)ev->python_bytes / allocated : 0;
+        acc->alloc_samples++;
+        acc->alloc_bytes += (double)ev->bytes;
+        acc->python_bytes += (double)ev->bytes * python_share;
+    }
+    acc->net_bytes += ev->bytes;
+    if (acc->net_bytes > acc->peak_bytes) acc->peak_bytes = acc->net_bytes;
+    acc->net_sum_bytes += acc->net_bytes > 0 ? (double)acc->net_bytes : 0;
+    acc->net_samples++;
+}
+
 static void memory_sample_unlocked(sonde_memory_t *m, uint64_t key, const sonde_shim_event_t *ev,
                                    double t)
 {
@@ -133,18 +153,10 @@ static void memory_sample_unlocked(sonde_memory_t *m, uint64_t key, const sonde_
         m->unattributed_samples++;
         return;
     }
-    if (ev->bytes > 0) {
-        double allocated = (double)(ev->python_bytes + ev->native_bytes);
-        double python_share = allocated > 0 ? (double)ev->python_bytes / allocated : 0;
-        line->alloc_samples++;
-        line->alloc_bytes += (double)ev->bytes;
-        line->python_bytes += (double)ev->bytes * python_share;
-    }
-    line->net_bytes += ev->bytes;
-    if (line->net_bytes > line->peak_bytes) line->peak_bytes = line->net_bytes;
-    line->net_sum_bytes += line->net_bytes > 0 ? (double)line->net_bytes : 0;
-    line->net_samples++;
+    memory_charge(line, ev);
     memory_timeline_add_unlocked(m, &line->timeline, t, footprint_mb);
+    sonde_memory_line_t *func = memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key));
+    if (func) memory_charge(func, ev);
 }
 
 uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
@@ -162,7 +174,10 @@ uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
         uint64_t key = memory_locate_unlocked(m);
         sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
         m->copy_samples++;
-        if (line) line->copy_bytes += ev->bytes > 0 ? (uint64_t)ev->bytes : 0;
+        uint64_t bytes = ev->bytes > 0 ? (uint64_t)ev->bytes : 0;
+        if (line) line->copy_bytes += bytes;
+        sonde_memory_line_t *func = line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
+        if (func) func->copy_bytes += bytes;
         break;
     }
     case SONDE_SHIM_EV_LEAK_TRACK: {

@@ -135,8 +135,10 @@ static void model_file_free(sonde_file_stats_t *file)
     for (size_t i = 0; file->lines && i < file->n_lines; i++)
         sonde_timeline_free(&file->lines[i].mem.timeline);
     free(file->lines);
-    for (size_t i = 0; i < file->n_funcs; i++)
+    for (size_t i = 0; i < file->n_funcs; i++) {
         free(file->funcs[i].name);
+        sonde_timeline_free(&file->funcs[i].mem.timeline);
+    }
     free(file->funcs);
     sonde__source_free(file->source, file->n_source);
     memset(file, 0, sizeof *file);
@@ -308,6 +310,17 @@ sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
     return found ? &file->lines[at] : NULL;
 }
 
+sonde_func_stats_t *sonde_profile_func(sonde_profile_t *prof, const char *path,
+                                       const char *func_name, int func_firstlineno)
+{
+    sonde_file_stats_t *file = sonde_profile_file(prof, path);
+    if (!file) return NULL;
+    bool found = false;
+    size_t at = model_find_func(file, func_firstlineno, func_name ? func_name : MODEL_MODULE_NAME,
+                                &found);
+    return found ? &file->funcs[at] : NULL;
+}
+
 static void model_gpu_add(sonde_line_gpu_t *into, const sonde_line_gpu_t *gpu)
 {
     into->util_sum += gpu->util_sum;
@@ -324,11 +337,8 @@ int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *f
     sonde_line_stats_t *line = sonde_profile_line(prof, path, func_name, func_firstlineno, lineno);
     if (!line) return -ENOMEM;
     model_gpu_add(&line->gpu, gpu);
-    sonde_file_stats_t *file = sonde_profile_file(prof, path);
-    bool found = false;
-    size_t at = model_find_func(file, func_firstlineno, func_name ? func_name : MODEL_MODULE_NAME,
-                                &found);
-    if (found) model_gpu_add(&file->funcs[at].gpu, gpu);
+    sonde_func_stats_t *func = sonde_profile_func(prof, path, func_name, func_firstlineno);
+    if (func) model_gpu_add(&func->gpu, gpu);
     return 0;
 }
 

@@ -66,6 +66,8 @@ typedef struct sonde_func_stats {
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
     sonde_line_gpu_t gpu; /* summed over its lines (peak: their highest) */
+    sonde_line_memory_t mem; /* over its lines' memory samples (no timeline,
+                                no leak figures: those are per line) */
 } sonde_func_stats_t;
 
 typedef struct sonde_file_stats {
@@ -166,6 +168,11 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path,
  * pointer is valid until the next add. */
 sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
                                        const char *func_name, int func_firstlineno, int lineno);
+
+/* Looks up the entry of a function (never creates it). NULL when absent.
+ * The pointer is valid until the next add. */
+sonde_func_stats_t *sonde_profile_func(sonde_profile_t *prof, const char *path,
+                                       const char *func_name, int func_firstlineno);
 
 /* Adds GPU figures to a line and to its enclosing function (both created,
  * as sonde_profile_add does, if needed): sums add, peaks keep the highest.

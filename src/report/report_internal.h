@@ -19,8 +19,8 @@ typedef struct sonde__row {
     sonde_ns_t native_ns;
     sonde_ns_t system_ns;
     uint64_t samples;
-    const sonde_line_memory_t *mem; /* a line's memory figures (borrowed);
-                                       NULL for other rows */
+    const sonde_line_memory_t *mem; /* a line's or function's memory figures
+                                       (borrowed); NULL for other rows */
     const sonde_line_gpu_t *gpu;    /* a line's or function's GPU figures
                                        (borrowed); NULL for other rows */
 } sonde__row_t;
@@ -35,7 +35,8 @@ static inline sonde__row_t sonde__row_of_line(const sonde_line_stats_t *line)
 
 static inline sonde__row_t sonde__row_of_func(const sonde_func_stats_t *func)
 {
-    sonde__row_t row = {func->python_ns, func->native_ns, func->system_ns, func->samples};
+    sonde__row_t row = {func->python_ns, func->native_ns, func->system_ns, func->samples,
+                        &func->mem};
     row.gpu = &func->gpu;
     return row;
 }

@@ -188,6 +188,57 @@ def test_memory_two_sites(env):
     return "big %.1f MB, small %.1f MB, ratio %.2f (truth 768, 256, 3)" % (big, small, ratio)
 
 
+FUNCTIONS = """
+    kept = []
+
+    def two_lines():
+        kept.append(bytearray(32 << 10))  # @first
+        kept.append(bytearray(16 << 10))  # @second
+
+    def one_line():
+        kept.append(bytearray(16 << 10))  # @third
+
+    for i in range(16384):
+        two_lines()
+        one_line()
+        if i % 1024 == 1023:
+            kept.clear()
+    print("ok")
+"""
+
+
+def test_memory_per_function(env):
+    """Functions get the memory figures of the samples taken in them: 48 KiB
+    per call against 16 KiB per call gives a ratio of 3, and a function's
+    allocation is its lines' sum."""
+    script, proc, prof = _profile(env, "functions.py", FUNCTIONS, options=["--malloc-threshold", "512K"])
+    entry = next(e for path, e in prof["files"].items() if path == script)
+    funcs = {f["line"]: f for f in entry["functions"]}
+    check("two_lines" in funcs and "one_line" in funcs, "functions: %r" % sorted(funcs))
+    two, one = funcs["two_lines"], funcs["one_line"]
+    lines = [_line(prof, script, m) for m in ("first", "second", "third")]
+    for f in (two, one):
+        for key in ("n_malloc_mb", "n_mallocs", "n_avg_mb", "n_peak_mb", "n_python_fraction",
+                    "n_usage_fraction", "n_copy_mb_s"):
+            check(key in f, "function %s has no %s: %r" % (f["line"], key, f))
+        check("memory_samples" not in f, "functions have no timeline")
+    parts = lines[0]["n_malloc_mb"] + lines[1]["n_malloc_mb"]
+    check(abs(two["n_malloc_mb"] - parts) <= 0.01 + 1e-3 * parts,
+          "two_lines: %.3f MB, its lines %.3f MB" % (two["n_malloc_mb"], parts))
+    check(two["n_mallocs"] == lines[0]["n_mallocs"] + lines[1]["n_mallocs"], "sample counts")
+    check(abs(one["n_malloc_mb"] - lines[2]["n_malloc_mb"]) <= 0.01, "one_line vs its line")
+    ratio = two["n_malloc_mb"] / one["n_malloc_mb"] if one["n_malloc_mb"] else float("inf")
+    check(abs(ratio - 3) <= 0.2 * 3, "ratio %.2f, want 3 +- 20%% (%.1f MB, %.1f MB)"
+          % (ratio, two["n_malloc_mb"], one["n_malloc_mb"]))
+    check(two["n_peak_mb"] >= max(lines[0]["n_peak_mb"], lines[1]["n_peak_mb"]) - 0.01,
+          "function peak %.2f below a line's" % two["n_peak_mb"])
+    check(0 < two["n_avg_mb"] <= two["n_peak_mb"] + 0.01, "avg %.2f, peak %.2f"
+          % (two["n_avg_mb"], two["n_peak_mb"]))
+    check(two["n_python_fraction"] >= 0.7, "bytearray memory is Python's: %r" % two["n_python_fraction"])
+    return "two_lines %.1f MB, one_line %.1f MB, ratio %.2f (truth 3)" % (
+        two["n_malloc_mb"], one["n_malloc_mb"], ratio)
+
+
 # ---- threads ----------------------------------------------------------------------------------
 
 THREADS = """

@@ -50,6 +50,12 @@ static void build(sonde_profile_t *prof, const char *path, bool memory)
     copy->mem.mallocs = 10;
     copy->mem.copy_mb = 500;
     sonde_timeline_add(&copy->mem.timeline, 1.0, 200);
+    sonde_func_stats_t *grow_fn = sonde_profile_func(prof, path, "grow", 2);
+    grow_fn->mem.malloc_mb = 300;
+    grow_fn->mem.mallocs = 30;
+    grow_fn->mem.python_fraction = 0.75;
+    grow_fn->mem.avg_mb = 120;
+    grow_fn->mem.peak_mb = 310;
     prof->max_footprint_mb = 310;
     prof->max_footprint_file = strdup(path);
     prof->max_footprint_lineno = 3;
@@ -101,14 +107,16 @@ static void test_json(const char *path)
         snprintf(name, sizeof name, "memory_json_field_%zu", i);
         check(strstr(json, want[i]) != NULL, name, "missing %s in:\n%s", want[i], json);
     }
-    /* Functions have no memory figures. */
+    /* Functions have their own memory figures, but no timeline. */
     const char *funcs = strstr(json, "\"functions\"");
     check(funcs &&
-              !strstr(funcs, "\"n_malloc_mb\": 0, \"n_mallocs\": 0, \"n_avg_mb\": 0, "
-                             "\"n_peak_mb\": 0, \"n_python_fraction\": 0, "
-                             "\"n_usage_fraction\": 0, \"n_copy_mb_s\": 0}") &&
+              strstr(funcs, "{\"line\": \"grow\", \"lineno\": 2, \"n_cpu_percent_python\": "
+                            "1.0977, \"n_cpu_percent_c\": 0, \"n_sys_percent\": 0, \"n_samples\": "
+                            "1, \"n_malloc_mb\": 300, \"n_mallocs\": 30, \"n_avg_mb\": 120, "
+                            "\"n_peak_mb\": 310, \"n_python_fraction\": 0.75, "
+                            "\"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0}") &&
               !strstr(funcs, "\"memory_samples\""),
-          "memory_json_not_on_functions", "%s", funcs ? funcs : "(none)");
+          "memory_json_on_functions", "%s", funcs ? funcs : "(none)");
     free(json);
     sonde_profile_free(&prof);
 }
