@@ -176,7 +176,8 @@ uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
         m->copy_samples++;
         uint64_t bytes = ev->bytes > 0 ? (uint64_t)ev->bytes : 0;
         if (line) line->copy_bytes += bytes;
-        sonde_memory_line_t *func = line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
+        sonde_memory_line_t *func =
+            line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
         if (func) func->copy_bytes += bytes;
         break;
     }

@@ -2,12 +2,14 @@
  *
  * Owns: clocks (including per-thread CPU clocks built from a kernel thread
  * id), the /proc/self/task/TID/syscall reader that tells a thread blocked
- * on another thread from one blocked on I/O, the path of the executable,
+ * on another thread from one blocked on I/O, the kept-open reader of
+ * /proc/.../task/TID files and the schedstat parser that remote.c shares
+ * (prim_internal.h), the path of the executable,
  * the terminal width. Called by the sampler thread (src/ext/sampler.c) and
  * the CLI. The clock functions are async-signal-safe; the rest are not
  * used from signal handlers.
  */
-#include "prim.h"
+#include "prim_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -75,15 +77,17 @@ void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid)
     t->no_schedstat = false;
 }
 
-/* Reads /proc/self/task/TID/<name> through a kept-open descriptor.
- * Returns the length read (NUL-terminated) or -errno. */
-static ssize_t linux_task_read(pid_t tid, const char *name, int *fd, char *buf, size_t len)
+ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, int *fd, char *buf,
+                              size_t len)
 {
     if (*fd < 0) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+        char path[96];
+        if (pid > 0)
+            snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+        else
+            snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (*fd < 0) return -errno;
+        if (*fd < 0) return errno == ENOENT ? -ESRCH : -errno;
     }
     ssize_t n = pread(*fd, buf, len - 1, 0);
     if (n <= 0) {
@@ -96,6 +100,18 @@ static ssize_t linux_task_read(pid_t tid, const char *name, int *fd, char *buf, 
     return n;
 }
 
+int sonde__prim_parse_schedstat(const char *text, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns)
+{
+    char *end = NULL;
+    unsigned long long cpu = strtoull(text, &end, 10);
+    if (end == text) return -EINVAL;
+    char *end2 = NULL;
+    unsigned long long runq = strtoull(end, &end2, 10);
+    *cpu_ns = cpu;
+    *runq_ns = end2 == end ? 0 : runq;
+    return 0;
+}
+
 int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns)
 {
     if (t->tid <= 0) return -EINVAL;
@@ -105,14 +121,12 @@ int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns
     if (rc < 0) return rc;
     *runq_ns = 0;
     if (t->no_schedstat) return 0;
-    /* "<ns on cpu> <ns waiting on a run queue> <timeslices>" */
     char text[128];
-    ssize_t n = linux_task_read(t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(0, t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    sonde_ns_t on_cpu;
     if (n > 0) {
-        char *end = NULL;
-        strtoull(text, &end, 10);
-        *runq_ns = end ? strtoull(end, NULL, 10) : 0;
-    } else if (n == -ENOENT && access("/proc/self/schedstat", R_OK) != 0) {
+        if (sonde__prim_parse_schedstat(text, &on_cpu, runq_ns) < 0) *runq_ns = 0;
+    } else if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
         t->no_schedstat = true;
     }
     return 0;
@@ -139,7 +153,7 @@ sonde_thread_wait_t sonde_prim_parse_syscall(const char *text, long *syscall_nr)
 sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
 {
     char text[256];
-    if (linux_task_read(t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (sonde__prim_task_read(0, t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, NULL);
 }

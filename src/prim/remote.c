@@ -10,7 +10,7 @@
  * another process and is parsed as hostile text (a thread's comm may hold
  * spaces and parentheses). Nothing here runs in a signal handler.
  */
-#include "prim.h"
+#include "prim_internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,28 +21,6 @@
 #include <unistd.h>
 
 #define REMOTE_STAT_MAX 1024 /* bytes of a stat file read: state and ppid are early */
-
-/* Reads /proc/PID/task/TID/<name> through a kept-open descriptor. Returns
- * the length read (NUL-terminated) or -errno (-ESRCH when it is gone). */
-static ssize_t remote_task_read(const sonde_prim_task_t *t, const char *name, int *fd, char *buf,
-                                size_t len)
-{
-    if (*fd < 0) {
-        char path[96];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)t->pid, (int)t->tid, name);
-        *fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (*fd < 0) return errno == ENOENT ? -ESRCH : -errno;
-    }
-    ssize_t n = pread(*fd, buf, len - 1, 0);
-    if (n <= 0) {
-        int e = n < 0 ? errno : ESRCH;
-        close(*fd);
-        *fd = -1;
-        return -e;
-    }
-    buf[n] = 0;
-    return n;
-}
 
 /* Reads a whole small file into buf (NUL-terminated). Returns the length
  * or -errno (-ESRCH for a missing /proc entry). */
@@ -95,7 +73,7 @@ void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid)
 int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
 {
     char text[REMOTE_STAT_MAX];
-    ssize_t n = remote_task_read(t, "stat", &t->stat_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "stat", &t->stat_fd, text, sizeof text);
     if (n < 0) return (int)n;
     return remote_parse_stat(text, state, NULL);
 }
@@ -104,28 +82,20 @@ int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *
 {
     char text[128];
     if (t->no_schedstat) return -ENOTSUP;
-    /* "<ns on cpu> <ns waiting on a run queue> <timeslices>" */
-    ssize_t n = remote_task_read(t, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "schedstat", &t->sched_fd, text, sizeof text);
     if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
         t->no_schedstat = true;
         return -ENOTSUP;
     }
     if (n < 0) return (int)n;
-    char *end = NULL;
-    unsigned long long cpu = strtoull(text, &end, 10);
-    if (end == text) return -EINVAL;
-    char *end2 = NULL;
-    unsigned long long runq = strtoull(end, &end2, 10);
-    *cpu_ns = cpu;
-    *runq_ns = end2 == end ? 0 : runq;
-    return 0;
+    return sonde__prim_parse_schedstat(text, cpu_ns, runq_ns);
 }
 
 sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
 {
     char text[256];
     if (syscall_nr) *syscall_nr = -1;
-    if (remote_task_read(t, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (sonde__prim_task_read(t->pid, t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, syscall_nr);
 }

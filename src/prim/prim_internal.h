@@ -1,0 +1,27 @@
+/* prim_internal.h — what linux.c and remote.c share inside src/prim.
+ *
+ * Owns: the kept-open reader of /proc/.../task/TID/<file> and the parser of
+ * a schedstat line, used by the in-process thread handles (linux.c, the
+ * sampler thread) and the handles of another process's threads (remote.c,
+ * the attach reader). Not for use outside src/prim; never in a signal
+ * handler.
+ */
+#ifndef SONDE_PRIM_INTERNAL_H
+#define SONDE_PRIM_INTERNAL_H
+
+#include "prim.h"
+
+#include <sys/types.h>
+
+/* Reads /proc/PID/task/TID/<name> (PID 0: /proc/self) through *fd, opened
+ * on first use and kept open; closed again (set to -1) when a read fails.
+ * Returns the length read, NUL-terminated in buf, or -errno (-ESRCH when
+ * the thread or process is gone). */
+ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, int *fd, char *buf,
+                              size_t len);
+
+/* Parses "<ns on cpu> <ns waiting on a run queue> <timeslices>". Returns 0
+ * (runq 0 when its field is missing) or -EINVAL. Pure. */
+int sonde__prim_parse_schedstat(const char *text, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns);
+
+#endif

@@ -1,0 +1,100 @@
+/* test_prim_task.c — the /proc task-file reader and the schedstat and
+ * syscall parsers that the in-process sampler and the attach reader share
+ * (src/prim/prim_internal.h, prim.h).
+ *
+ * Reads this process's own thread through both spellings of the path
+ * (/proc/self and /proc/PID), checks a vanished thread reads as -ESRCH
+ * (the attach reader's "gone"), and feeds the parsers the kernel's formats
+ * and malformed text.
+ */
+#include "prim/prim_internal.h"
+
+#include "check.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void test_task_read(void)
+{
+    pid_t tid = sonde_prim_gettid();
+    char a[256], b[256];
+    int fd_self = -1, fd_pid = -1;
+    ssize_t n1 = sonde__prim_task_read(0, tid, "stat", &fd_self, a, sizeof a);
+    ssize_t n2 = sonde__prim_task_read(getpid(), tid, "stat", &fd_pid, b, sizeof b);
+    char want[32];
+    snprintf(want, sizeof want, "%d (", (int)tid);
+    check(n1 > 0 && strncmp(a, want, strlen(want)) == 0 && fd_self >= 0, "task_read_self",
+          "n %zd: %s", n1, n1 > 0 ? a : "");
+    check(n2 > 0 && strncmp(b, want, strlen(want)) == 0 && fd_pid >= 0, "task_read_pid",
+          "n %zd: %s", n2, n2 > 0 ? b : "");
+    /* the descriptor is kept and read again from the start */
+    int kept = fd_self;
+    n1 = sonde__prim_task_read(0, tid, "stat", &fd_self, a, sizeof a);
+    check(n1 > 0 && fd_self == kept && strncmp(a, want, strlen(want)) == 0, "task_read_again",
+          "n %zd fd %d/%d", n1, fd_self, kept);
+    /* a short buffer is NUL-terminated within its length */
+    char small[4];
+    int fd_small = -1;
+    n1 = sonde__prim_task_read(0, tid, "stat", &fd_small, small, sizeof small);
+    check(n1 == 3 && small[3] == 0, "task_read_short_buffer", "n %zd", n1);
+    close(fd_self);
+    close(fd_pid);
+    close(fd_small);
+
+    int fd_gone = -1;
+    ssize_t gone = sonde__prim_task_read(0, 0x7ffffff0, "stat", &fd_gone, a, sizeof a);
+    check(gone == -ESRCH && fd_gone == -1, "task_read_gone_is_esrch", "rc %zd fd %d", gone,
+          fd_gone);
+}
+
+static void test_schedstat(void)
+{
+    sonde_ns_t cpu = 1, runq = 1;
+    int rc = sonde__prim_parse_schedstat("123456789 987654 42\n", &cpu, &runq);
+    check(rc == 0 && cpu == 123456789 && runq == 987654, "schedstat_three_fields",
+          "rc %d cpu %llu runq %llu", rc, (unsigned long long)cpu, (unsigned long long)runq);
+    rc = sonde__prim_parse_schedstat("555", &cpu, &runq);
+    check(rc == 0 && cpu == 555 && runq == 0, "schedstat_runq_missing", "rc %d runq %llu", rc,
+          (unsigned long long)runq);
+    cpu = runq = 7;
+    rc = sonde__prim_parse_schedstat("garbage", &cpu, &runq);
+    check(rc == -EINVAL && cpu == 7 && runq == 7, "schedstat_malformed", "rc %d", rc);
+    rc = sonde__prim_parse_schedstat("", &cpu, &runq);
+    check(rc == -EINVAL, "schedstat_empty", "rc %d", rc);
+
+    /* this thread's own file parses */
+    char text[128];
+    int fd = -1;
+    ssize_t n = sonde__prim_task_read(0, sonde_prim_gettid(), "schedstat", &fd, text, sizeof text);
+    if (n > 0) {
+        rc = sonde__prim_parse_schedstat(text, &cpu, &runq);
+        check(rc == 0 && cpu > 0, "schedstat_own_thread", "rc %d: %s", rc, text);
+        close(fd);
+    }
+}
+
+static void test_syscall(void)
+{
+    long nr = 0;
+    check(sonde_prim_parse_syscall("running\n", &nr) == SONDE_WAIT_RUNNING && nr == -1,
+          "syscall_running", "nr %ld", nr);
+    check(sonde_prim_parse_syscall("-1 0x7ffd 0x0\n", &nr) == SONDE_WAIT_RUNNING && nr == -1,
+          "syscall_blocked_outside", "nr %ld", nr);
+    char text[64];
+    snprintf(text, sizeof text, "%ld 0x1 0x2 0x3 0x4 0x5 0x6 0x7ffd 0x7f", (long)SYS_futex);
+    check(sonde_prim_parse_syscall(text, &nr) == SONDE_WAIT_THREAD && nr == SYS_futex,
+          "syscall_futex_is_thread_wait", "nr %ld", nr);
+    snprintf(text, sizeof text, "%ld 0x3 0x7ffd 0x400", (long)SYS_read);
+    check(sonde_prim_parse_syscall(text, &nr) == SONDE_WAIT_SYSTEM && nr == SYS_read,
+          "syscall_read_is_system", "nr %ld", nr);
+    check(sonde_prim_parse_syscall("x", &nr) == SONDE_WAIT_UNKNOWN, "syscall_malformed", "nr %ld",
+          nr);
+}
+
+int main(void)
+{
+    test_task_read();
+    test_schedstat();
+    test_syscall();
+    return check_exit_code();
+}
