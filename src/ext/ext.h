@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../core/keytab.h"
 #include "../launch/options.h"
 #include "../model/model.h"
 #include "../prim/prim.h"

@@ -33,45 +33,11 @@
 
 /* ---- lines ------------------------------------------------------------------------ */
 
-static uint64_t memory_hash(uint64_t key)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return key;
-}
-
-static int memory_lines_grow_unlocked(sonde_memory_t *m)
-{
-    size_t cap = m->lines_cap ? m->lines_cap * 2 : 256;
-    sonde_memory_line_t *lines = calloc(cap, sizeof *lines);
-    if (!lines) return -ENOMEM;
-    for (size_t i = 0; i < m->lines_cap; i++) {
-        if (!m->lines[i].key) continue;
-        size_t j = memory_hash(m->lines[i].key) & (cap - 1);
-        while (lines[j].key)
-            j = (j + 1) & (cap - 1);
-        lines[j] = m->lines[i];
-    }
-    free(m->lines);
-    m->lines = lines;
-    m->lines_cap = cap;
-    return 0;
-}
-
 /* The accumulator of key (created if needed), or NULL without memory. */
 static sonde_memory_line_t *memory_line_unlocked(sonde_memory_t *m, uint64_t key)
 {
-    if ((m->lines_used + 1) * 4 > m->lines_cap * 3 && memory_lines_grow_unlocked(m) < 0)
-        return NULL;
-    size_t j = memory_hash(key) & (m->lines_cap - 1);
-    while (m->lines[j].key && m->lines[j].key != key)
-        j = (j + 1) & (m->lines_cap - 1);
-    if (!m->lines[j].key) {
-        m->lines[j].key = key;
-        m->lines_used++;
-    }
-    return &m->lines[j];
+    return sonde_keytab_get((void **)&m->lines, &m->lines_cap, &m->lines_used, sizeof *m->lines,
+                            256, key);
 }
 
 /* Appends a point, halving the timeline first when it is full. */

@@ -42,43 +42,11 @@ typedef struct sonde_sampler_thread {
 
 /* ---- accumulation ------------------------------------------------------- */
 
-static uint64_t sampler_hash(uint64_t key)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return key;
-}
-
-static int sampler_lines_grow(sonde_sampler_t *s)
-{
-    size_t cap = s->lines_cap ? s->lines_cap * 2 : 1024;
-    sonde_line_acc_t *lines = calloc(cap, sizeof *lines);
-    if (!lines) return -ENOMEM;
-    for (size_t i = 0; i < s->lines_cap; i++) {
-        sonde_line_acc_t *old = &s->lines[i];
-        if (!old->key) continue;
-        size_t j = sampler_hash(old->key) & (cap - 1);
-        while (lines[j].key) j = (j + 1) & (cap - 1);
-        lines[j] = *old;
-    }
-    free(s->lines);
-    s->lines = lines;
-    s->lines_cap = cap;
-    return 0;
-}
-
 /* The accumulator for key, created if needed; NULL when out of memory. */
 static sonde_line_acc_t *sampler_line(sonde_sampler_t *s, uint64_t key)
 {
-    if ((s->lines_used + 1) * 4 > s->lines_cap * 3 && sampler_lines_grow(s) < 0) return NULL;
-    size_t j = sampler_hash(key) & (s->lines_cap - 1);
-    while (s->lines[j].key && s->lines[j].key != key) j = (j + 1) & (s->lines_cap - 1);
-    if (!s->lines[j].key) {
-        s->lines[j].key = key;
-        s->lines_used++;
-    }
-    return &s->lines[j];
+    return sonde_keytab_get((void **)&s->lines, &s->lines_cap, &s->lines_used, sizeof *s->lines,
+                            1024, key);
 }
 
 static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_ns,
