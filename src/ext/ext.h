@@ -163,7 +163,6 @@ extern char sonde_ext_pkg_dir[4096];
 
 #include "../shim/shim.h"
 
-/* What the memory profiler gathered about one (code, line). */
 /* The accumulator key of the function a line key belongs to: its code
  * object with the line number 0xffffffff (never a line's; never 0, the
  * empty slot, even for code id 0). */
@@ -171,6 +170,8 @@ extern char sonde_ext_pkg_dir[4096];
 #define SONDE_MEMORY_FUNC_KEY(line_key) \
     (((line_key) & ~(uint64_t)0xffffffffu) | SONDE_MEMORY_FUNC_LINE)
 
+/* What the memory profiler gathered about one (code, line), or one code
+ * object's function. */
 typedef struct sonde_memory_line {
     uint64_t key;               /* code_id << 32 | lineno (SONDE_MEMORY_FUNC_LINE
                                    for the code's function); 0 = empty slot */

@@ -710,12 +710,7 @@ void sonde_gpu_pause(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
     sonde_gpu_stop(g);
-    /* fork() must see the thread gone (see sonde_sampler_pause) */
-    pid_t tid = atomic_load(&g->thread_tid);
-    if (tid > 0) sonde_prim_wait_thread_gone(tid, 50 * 1000 * 1000);
-    uint64_t drained;
-    ssize_t rc = read(g->wake_fd, &drained, sizeof drained);
-    (void)rc;
+    sonde_prim_forget_joined_thread(atomic_load(&g->thread_tid), g->wake_fd);
     sonde_atomic_store_release(&g->stop_requested, false);
     g->paused = true;
 }

@@ -469,10 +469,7 @@ void sonde_sampler_pause(sonde_sampler_t *s)
     s->thread_started = false;
     /* fork() must see the thread gone (CPython 3.12+ counts threads in
      * /proc/self/stat, which can lag pthread_join by a moment). */
-    pid_t tid = atomic_load(&s->thread_tid);
-    if (tid > 0) sonde_prim_wait_thread_gone(tid, 50 * 1000 * 1000);
-    rc = read(s->wake_fd, &one, sizeof one); /* drain the wake-up */
-    (void)rc;
+    sonde_prim_forget_joined_thread(atomic_load(&s->thread_tid), s->wake_fd);
     atomic_store_explicit(&s->stop_requested, false, memory_order_release);
 }
 

@@ -55,16 +55,22 @@ void sonde_prim_set_timer_slack(sonde_ns_t ns)
     prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0);
 }
 
-int sonde_prim_wait_thread_gone(pid_t tid, sonde_ns_t timeout_ns)
+#define LINUX_THREAD_GONE_TIMEOUT_NS (50 * 1000 * 1000)
+
+void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
-    sonde_ns_t end = sonde_prim_monotonic_ns() + timeout_ns;
-    while (access(path, F_OK) == 0) {
-        if (sonde_prim_monotonic_ns() >= end) return -ETIMEDOUT;
-        sonde_prim_sleep_ns(20000);
+    if (tid > 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
+        sonde_ns_t end = sonde_prim_monotonic_ns() + LINUX_THREAD_GONE_TIMEOUT_NS;
+        while (access(path, F_OK) == 0 && sonde_prim_monotonic_ns() < end)
+            sonde_prim_sleep_ns(20000);
     }
-    return 0;
+    if (wake_fd >= 0) {
+        uint64_t drained;
+        ssize_t rc = read(wake_fd, &drained, sizeof drained);
+        (void)rc;
+    }
 }
 
 pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }

@@ -22,10 +22,14 @@ int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns);
 void sonde_prim_sleep_ns(sonde_ns_t ns);
 /* Lets the calling thread's short sleeps end on time (timer slack, ns). */
 void sonde_prim_set_timer_slack(sonde_ns_t ns);
-/* Waits until thread tid of this process has left the kernel's thread
+/* After joining one of sonde's worker threads before fork(): waits (up to
+ * 50 ms) until thread tid of this process has left the kernel's thread
  * list (after pthread_join returns, an exited thread can still be counted
- * for a moment), at most timeout_ns. Returns 0 or -ETIMEDOUT. */
-int sonde_prim_wait_thread_gone(pid_t tid, sonde_ns_t timeout_ns);
+ * for a moment, and CPython 3.12+ counts threads for its fork warning),
+ * then drains the thread's wake-up eventfd (wake_fd: non-blocking, or -1)
+ * so that a restarted thread does not wake at once. tid <= 0: not known,
+ * no wait. */
+void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 
