@@ -37,47 +37,6 @@ static const char view_usage[] =
     "                       and do not open it\n"
     "  -h, --help           show this help\n";
 
-/* Reads a whole regular file into out. Returns 0 or -errno (-EFBIG past
- * VIEW_MAX_INPUT, -EISDIR, -EINVAL when not a regular file). */
-static int view_read(const char *path, sonde_buf_t *out)
-{
-    int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto done;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        rc = -EISDIR;
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = -EINVAL;
-        goto done;
-    }
-    char chunk[65536];
-    for (;;) {
-        ssize_t got = read(fd, chunk, sizeof chunk);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            rc = -errno;
-            goto done;
-        }
-        if (got == 0) break;
-        if (out->len + (size_t)got > VIEW_MAX_INPUT) {
-            rc = -EFBIG;
-            goto done;
-        }
-        sonde_buf_append(out, chunk, (size_t)got);
-        if ((rc = sonde_buf_error(out)) < 0) goto done;
-    }
-done:
-    close(fd);
-    return rc;
-}
-
 /* The default output path: profile.json -> profile.html, else path.html. */
 static int view_default_out(const char *in, char *buf, size_t len)
 {
@@ -250,7 +209,7 @@ int sonde_cli_view(int argc, char **argv)
         if (parsed > 0) fputs(view_usage, stdout);
         return parsed > 0 ? 0 : 2;
     }
-    int rc = view_read(in, &json);
+    int rc = sonde_buf_read_file(&json, in, VIEW_MAX_INPUT, NULL);
     if (rc < 0) {
         sonde_cli_error("cannot read %s: %s", in,
                         rc == -EFBIG ? "larger than 1 GiB, not a profile" : strerror(-rc));

@@ -5,10 +5,13 @@
  */
 #include "buf.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void sonde_buf_free(sonde_buf_t *b)
 {
@@ -154,4 +157,52 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
     }
     if (strcmp(text, "-0") == 0) strcpy(text, "0");
     sonde_buf_puts(b, text);
+}
+
+int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated)
+{
+    if (truncated) *truncated = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return -errno;
+    int rc = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    } else {
+        /* Reads at most max + 1 bytes: one byte past max tells a file at
+         * the cap from a longer one. The first read asks for the size fstat
+         * gave and one byte more, so a file that has not changed takes one
+         * read and a read of 0; one that grew since is read on in pages. */
+        size_t start = b->len, limit = max + 1;
+        size_t expected = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+        for (;;) {
+            size_t have = b->len - start;
+            if (have >= limit) break;
+            size_t chunk = have < expected ? expected - have + 1 : 4096;
+            if (chunk > limit - have) chunk = limit - have;
+            if ((rc = buf_reserve(b, chunk)) < 0) break;
+            ssize_t got = read(fd, b->data + b->len, chunk);
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                rc = -errno;
+                break;
+            }
+            if (got == 0) break;
+            b->len += (size_t)got;
+            b->data[b->len] = 0;
+        }
+        if (rc == 0 && b->len - start > max) {
+            if (!truncated) {
+                rc = -EFBIG;
+            } else {
+                *truncated = true;
+                b->len = start + max;
+                b->data[b->len] = 0;
+            }
+        }
+    }
+    close(fd);
+    return rc;
 }

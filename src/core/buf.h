@@ -36,6 +36,14 @@ void sonde_buf_json_string(sonde_buf_t *b, const char *s);
 /* Appends a double as JSON (finite; NaN/inf become 0), at most `digits`
  * digits after the point, trailing zeros trimmed. */
 void sonde_buf_json_number(sonde_buf_t *b, double v, int digits);
+/* Appends the contents of the regular file at path, at most max bytes of
+ * it. A file holding more sets *truncated (the first max bytes are kept)
+ * or, with truncated NULL, fails with -EFBIG. Opened non-blocking and
+ * without becoming a controlling terminal, so a FIFO or device named by
+ * an untrusted path never blocks: it fails with -EINVAL (-EISDIR for a
+ * directory). Returns 0 or -errno; on failure b may hold part of the
+ * file. */
+int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated);
 /* 0 or -ENOMEM. */
 static inline int sonde_buf_error(const sonde_buf_t *b) { return b->error; }
 

@@ -10,11 +10,10 @@
  */
 #include "model_internal.h"
 
-#include <fcntl.h>
+#include "../core/buf.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 void sonde__source_free(char **lines, size_t n)
 {
@@ -24,82 +23,22 @@ void sonde__source_free(char **lines, size_t n)
     free(lines);
 }
 
-/* Reads up to max bytes of the regular file at path into an owned buffer.
- * *truncated is set when the file holds more. Returns 0 or -errno. */
-static int source_read(const char *path, size_t max, char **text_out, size_t *len_out,
-                       bool *truncated)
-{
-    char *text = NULL;
-    size_t len = 0;
-    int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return -errno;
-
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto error;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-        goto error;
-    }
-    /* One byte more than allowed tells a file at the cap from a longer one;
-     * the file may also have changed size since fstat. */
-    size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
-    size_t cap = want + 2;
-    text = malloc(cap);
-    if (!text) {
-        rc = -ENOMEM;
-        goto error;
-    }
-    for (;;) {
-        if (len == cap - 1) {
-            if (cap - 1 > max) break;
-            size_t grown_cap = cap * 2 > max + 2 ? max + 2 : cap * 2;
-            char *grown = realloc(text, grown_cap);
-            if (!grown) {
-                rc = -ENOMEM;
-                goto error;
-            }
-            text = grown;
-            cap = grown_cap;
-        }
-        ssize_t got = read(fd, text + len, cap - 1 - len);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            rc = -errno;
-            goto error;
-        }
-        if (got == 0) break;
-        len += (size_t)got;
-    }
-    close(fd);
-    *truncated = len > max;
-    if (*truncated) len = max;
-    text[len] = 0;
-    *text_out = text;
-    *len_out = len;
-    return 0;
-
-error:
-    free(text);
-    close(fd);
-    return rc;
-}
-
 int sonde__source_load(const char *path, char ***lines_out, size_t *n_out)
 {
-    char *text = NULL;
-    size_t len = 0;
+    sonde_buf_t file = SONDE_BUF_INIT;
     bool truncated = false;
     char **lines = NULL;
     size_t n = 0, cap = 0;
 
     *lines_out = NULL;
     *n_out = 0;
-    int rc = source_read(path, SONDE_SOURCE_MAX_BYTES, &text, &len, &truncated);
-    if (rc) return rc;
+    int rc = sonde_buf_read_file(&file, path, SONDE_SOURCE_MAX_BYTES, &truncated);
+    if (rc) {
+        sonde_buf_free(&file);
+        return rc;
+    }
+    const char *text = file.data ? file.data : "";
+    size_t len = file.len;
 
     const char *p = text, *end = text + len;
     if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
@@ -126,13 +65,13 @@ int sonde__source_load(const char *path, char ***lines_out, size_t *n_out)
         if (p < end) p += (*p == '\r' && p + 1 < end && p[1] == '\n') ? 2 : 1;
     }
     if (!lines && !(lines = malloc(sizeof *lines))) goto nomem;
-    free(text);
+    sonde_buf_free(&file);
     *lines_out = lines;
     *n_out = n;
     return 0;
 
 nomem:
     sonde__source_free(lines, n);
-    free(text);
+    sonde_buf_free(&file);
     return -ENOMEM;
 }

@@ -81,23 +81,6 @@ static int atomic_create_temp(const char *dir, const char *base, char **temp_out
     return fd;
 }
 
-/* Writes all of data, retrying short writes and EINTR. Returns 0 or -errno. */
-static int atomic_write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        if (n == 0) return -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* The process's umask, read without changing it when the kernel tells it
  * (changing it, even briefly, races with other threads creating files). */
 static mode_t atomic_umask(void)
@@ -138,7 +121,7 @@ int sonde_write_file_atomic(const char *path, const void *data, size_t len)
         rc = fd;
         goto error;
     }
-    if ((rc = atomic_write_all(fd, data, len))) goto error;
+    if ((rc = sonde_write_fd(fd, data, len))) goto error;
     if (fsync(fd) != 0 || fchmod(fd, 0666 & ~atomic_umask()) != 0) {
         rc = -errno;
         goto error;

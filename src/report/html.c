@@ -68,56 +68,19 @@ static bool html_contains_ci(const char *data, size_t len, const char *needle)
  * Returns 0 or -errno; -EFBIG past HTML_MAX_VIEWER_BYTES. */
 static int html_read_part(const char *path, sonde_buf_t *out)
 {
-    int rc = 0;
-    char *raw = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = -errno;
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = -EINVAL;
-        goto done;
-    }
-    if ((size_t)st.st_size > HTML_MAX_VIEWER_BYTES) {
-        rc = -EFBIG;
-        goto done;
-    }
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    raw = malloc(cap);
-    if (!raw) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    for (;;) {
-        ssize_t got = read(fd, raw + len, cap - len);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            rc = -errno;
-            goto done;
-        }
-        if (got == 0) break;
-        len += (size_t)got;
-        if (len == cap) { /* the file grew while read: refuse, do not chase it */
-            rc = -EFBIG;
-            goto done;
-        }
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (raw[i] != '\r') {
-            sonde_buf_putc(out, raw[i]);
+    sonde_buf_t raw = SONDE_BUF_INIT;
+    int rc = sonde_buf_read_file(&raw, path, HTML_MAX_VIEWER_BYTES, NULL);
+    for (size_t i = 0; rc == 0 && i < raw.len; i++) {
+        if (raw.data[i] != '\r') {
+            sonde_buf_putc(out, raw.data[i]);
         } else {
             sonde_buf_putc(out, '\n');
-            if (i + 1 < len && raw[i + 1] == '\n') i++;
+            if (i + 1 < raw.len && raw.data[i + 1] == '\n') i++;
         }
     }
-    if (!out->data) sonde_buf_puts(out, ""); /* an empty file is still a part */
-    rc = sonde_buf_error(out);
-done:
-    free(raw);
-    close(fd);
+    if (rc == 0 && !out->data) sonde_buf_puts(out, ""); /* an empty file is still a part */
+    if (rc == 0) rc = sonde_buf_error(out);
+    sonde_buf_free(&raw);
     return rc;
 }
 

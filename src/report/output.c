@@ -36,6 +36,7 @@ int sonde_write_fd(int fd, const void *data, size_t len)
             if (errno == EINTR) continue;
             return -errno;
         }
+        if (n == 0) return -EIO;
         p += n;
         len -= (size_t)n;
     }

@@ -51,7 +51,7 @@ int sonde_write_output(const char *path, const void *data, size_t len);
  * Returns 0 or -errno. */
 int sonde_check_output(const char *path);
 /* Writes all of data to fd, retrying after EINTR and short writes.
- * Returns 0 or -errno. */
+ * Returns 0 or -errno (-EIO when write makes no progress). */
 int sonde_write_fd(int fd, const void *data, size_t len);
 
 /* HTML report (html.c): one self-contained page — the JSON report embedded,
