@@ -1,6 +1,8 @@
 /* buf.c — growable byte buffer (see buf.h).
  *
- * Owns: sonde_buf_t operations. Called by report writers and the CLI.
+ * Owns: sonde_buf_t operations, and sonde_buf_read_file, the bounded
+ * reader of regular files. Called by report writers, the model (source
+ * text) and the CLI.
  * Not for signal handlers or allocator hooks (uses malloc).
  */
 #include "buf.h"
