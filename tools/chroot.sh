@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tools/chroot.sh — Debian unstable's CPython 3.13, 3.14 and 3.15 for the
+# tests, in a chroot (they need a newer C library than Debian 12 has).
+#
+#   tools/chroot.sh ensure     create it once (debootstrap, ~90 s, ~800 MB),
+#                              then only check it; idempotent
+#   tools/chroot.sh mount      mount /proc and bind /dev (idempotent)
+#   tools/chroot.sh umount     undo mount
+#   tools/chroot.sh run CMD    run `sh -c CMD` inside, mounted for the call
+#   tools/chroot.sh path       print the directory
+#
+# The directory is SONDE_CHROOT or /var/cache/sonde/sid-chroot, outside the
+# build tree, so that a machine builds it once. The mirror is the one apt
+# already uses here. Needs root and the archive; without them `ensure`
+# exits 1 with one line saying why (the tests then run without it).
+set -u
+DIR=${SONDE_CHROOT:-/var/cache/sonde/sid-chroot}
+PYS="3.13 3.14 3.15"
+# a marker written last: a half-made chroot is never taken for a whole one
+STAMP=$DIR/.sonde-ready-v1
+
+die() { echo "sonde chroot: $*" >&2; exit 1; }
+
+mirror() {
+    local m
+    m=$(grep -hoE '^URIs:[[:space:]]*[^[:space:]]+' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+        | awk '{print $2}' | grep -v -- '-security' | head -n 1)
+    [ -n "$m" ] || m=$(grep -hoE '^deb[[:space:]]+[^[:space:]]+' /etc/apt/sources.list 2>/dev/null \
+        | awk '{print $2}' | grep -v -- '-security' | head -n 1)
+    echo "${m:-http://deb.debian.org/debian}"
+}
+
+do_mount() {
+    mountpoint -q "$DIR/proc" || mount -t proc proc "$DIR/proc" || return 1
+    mountpoint -q "$DIR/dev" || mount --bind /dev "$DIR/dev" || return 1
+}
+
+do_umount() {
+    mountpoint -q "$DIR/dev" && umount "$DIR/dev"
+    mountpoint -q "$DIR/proc" && umount "$DIR/proc"
+    return 0
+}
+
+ensure() {
+    [ -f "$STAMP" ] && return 0
+    [ "$(id -u)" = 0 ] || die "not created: needs root (debootstrap, chroot)"
+    command -v debootstrap >/dev/null 2>&1 || {
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && \
+                 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1; } \
+            || die "not created: cannot install debootstrap"
+    }
+    local pkgs="gcc,make,libc6-dev,libcjson-dev,ca-certificates" v
+    for v in $PYS; do pkgs="$pkgs,python$v,python$v-dev"; done
+    if [ ! -x "$DIR/usr/bin/python3.15" ]; then
+        rm -rf "$DIR"
+        mkdir -p "$(dirname "$DIR")"
+        echo "sonde chroot: creating $DIR from $(mirror) (once; about 90 s)" >&2
+        debootstrap --variant=minbase --include="$pkgs" sid "$DIR.tmp" "$(mirror)" \
+            >"$(dirname "$DIR")/debootstrap.log" 2>&1 \
+            || { rm -rf "$DIR.tmp"; die "not created: debootstrap failed (see $(dirname "$DIR")/debootstrap.log)"; }
+        mv "$DIR.tmp" "$DIR"
+    fi
+    do_mount || die "cannot mount /proc and /dev in $DIR"
+    # numpy and pytest where Debian builds them for these interpreters
+    chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
+        apt-get -o Acquire::Check-Valid-Until=false update -qq >/dev/null 2>&1;
+        apt-get -o Acquire::Check-Valid-Until=false install -y -qq python3-numpy python3-pytest >/dev/null 2>&1' \
+        || echo "sonde chroot: numpy/pytest not installed (tests that need them are skipped there)" >&2
+    do_umount
+    touch "$STAMP"
+}
+
+case "${1:-}" in
+    ensure) ensure ;;
+    mount) [ -f "$STAMP" ] || die "no chroot at $DIR (run: tools/chroot.sh ensure)"; do_mount ;;
+    umount) do_umount ;;
+    path) echo "$DIR" ;;
+    run)
+        shift
+        [ -f "$STAMP" ] || die "no chroot at $DIR (run: tools/chroot.sh ensure)"
+        do_mount || die "cannot mount /proc and /dev in $DIR"
+        chroot "$DIR" sh -c "$*"
+        ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
