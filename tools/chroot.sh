@@ -6,7 +6,8 @@
 #                              then only check it; idempotent
 #   tools/chroot.sh mount      mount /proc and bind /dev (idempotent)
 #   tools/chroot.sh umount     undo mount
-#   tools/chroot.sh run CMD    run `sh -c CMD` inside, mounted for the call
+#   tools/chroot.sh run CMD    run `sh -c CMD` inside, with this source tree
+#                              bound at the same path (so paths match)
 #   tools/chroot.sh path       print the directory
 #
 # The directory is SONDE_CHROOT or /var/cache/sonde/sid-chroot, outside the
@@ -30,12 +31,24 @@ mirror() {
     echo "${m:-http://deb.debian.org/debian}"
 }
 
+TREE=$(cd "$(dirname "$0")/.." && pwd)
+
 do_mount() {
     mountpoint -q "$DIR/proc" || mount -t proc proc "$DIR/proc" || return 1
     mountpoint -q "$DIR/dev" || mount --bind /dev "$DIR/dev" || return 1
 }
 
+# binds this source tree (and /tmp, where tests keep their files) at the
+# same paths inside
+bind_tree() {
+    mkdir -p "$DIR$TREE" || return 1
+    mountpoint -q "$DIR$TREE" || mount --bind "$TREE" "$DIR$TREE" || return 1
+    mountpoint -q "$DIR/tmp" || mount --bind /tmp "$DIR/tmp" || return 1
+}
+
 do_umount() {
+    mountpoint -q "$DIR$TREE" && umount "$DIR$TREE"
+    mountpoint -q "$DIR/tmp" && umount "$DIR/tmp"
     mountpoint -q "$DIR/dev" && umount "$DIR/dev"
     mountpoint -q "$DIR/proc" && umount "$DIR/proc"
     return 0
@@ -79,8 +92,8 @@ case "${1:-}" in
     run)
         shift
         [ -f "$STAMP" ] || die "no chroot at $DIR (run: tools/chroot.sh ensure)"
-        do_mount || die "cannot mount /proc and /dev in $DIR"
-        chroot "$DIR" sh -c "$*"
+        do_mount && bind_tree || die "cannot mount /proc, /dev and $TREE in $DIR"
+        chroot "$DIR" sh -c "cd '$TREE' && $*"
         ;;
     *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
