@@ -6,6 +6,12 @@ tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
     python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
+                         [--no-chroot]
+
+Run as root with the Debian archive reachable, it also runs the whole suite
+for Debian unstable's CPython 3.13, 3.14 and 3.15 inside the chroot that
+tools/chroot.sh creates once (cached under /var/cache/sonde; one line says so
+when it is made or cannot be); the final line counts those too.
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). A module-level `ONCE = True` runs the
@@ -133,6 +139,60 @@ def run_test(func, env):
         return False, detail, time.time() - t0
 
 
+CHROOT_PYTHONS = ("3.13", "3.14", "3.15")
+
+
+def run_in_chroot(args, results):
+    """Runs this suite inside the chroot, one interpreter after another, and
+    adds its counts to results. Returns the names of the interpreters run."""
+    tool = os.path.join(ROOT, "tools", "chroot.sh")
+    if os.geteuid() != 0:
+        print("chroot: not used (needs root): Debian unstable's 3.13/3.14/3.15 not tested", flush=True)
+        return []
+    t0 = time.time()
+    proc = subprocess.run([tool, "ensure"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print("chroot: " + (proc.stderr.strip().splitlines() or ["cannot create it"])[-1]
+              + ": Debian unstable's 3.13/3.14/3.15 not tested", flush=True)
+        return []
+    if time.time() - t0 > 5:
+        print("chroot: created in %.0fs" % (time.time() - t0), flush=True)
+    names = []
+    try:
+        for ver in CHROOT_PYTHONS:
+            inner = ["python" + ver, "tests/run.py", "--inside-chroot", "--no-chroot",
+                     "--python", "/usr/bin/python" + ver]
+            if args.k:
+                inner += ["-k", args.k]
+            if args.v:
+                inner.append("-v")
+            cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in inner)
+            p = subprocess.Popen([tool, "run", cmd], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            counted = False
+            for line in p.stdout:
+                line = line.rstrip("\n")
+                words = line.split()
+                if line.startswith("interpreters tested: "):
+                    names += line[len("interpreters tested: "):].split(", ")
+                    continue
+                if len(words) == 4 and words[1] == "passed," and words[3] == "failed":
+                    results.passed += int(words[0])
+                    results.failed += int(words[2])
+                    counted = True
+                    continue
+                if line.startswith("FAIL "):
+                    results.failures.append(line[5:].split(" (")[0])
+                if line.startswith("failed: "):
+                    continue
+                print(line, flush=True)
+            if p.wait() != 0 and not counted:
+                results.record("chroot [python%s]" % ver, False, "exit %d" % p.returncode)
+    finally:
+        subprocess.run([tool, "umount"], cwd=ROOT)
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="run only tests whose module.name contains this")
@@ -140,13 +200,24 @@ def main():
     ap.add_argument("-j", type=int, default=1, help="run tests of one interpreter in parallel "
                     "(accuracy tests always run alone)")
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--no-chroot", action="store_true",
+                    help="do not test Debian unstable's interpreters in the chroot")
+    ap.add_argument("--inside-chroot", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     results = Results(args.v)
     interps = find_interpreters()
     if args.python:
-        interps = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
-                                             for p in args.python)]
+        chosen = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
+                                            for p in args.python)]
+        for p in args.python:
+            if os.sep in p and not any(p == i[1] for i in chosen) and os.access(p, os.X_OK):
+                out = subprocess.run([p, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                     capture_output=True, text=True).stdout.strip()
+                if out:
+                    suffix = "-sid" if args.inside_chroot else "-" + os.path.basename(p)
+                    chosen.append((out + suffix, p, tuple(int(x) for x in out.split("."))))
+        interps = chosen
     if not interps:
         print("no CPython 3.8-3.13 interpreter found")
         print("0 passed, 1 failed")
@@ -154,7 +225,9 @@ def main():
     print("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps), flush=True)
     modules = load_modules(args.k)
 
-    first = True
+    # inside the chroot the host's run has done the unit tests and the
+    # tests of the command itself (ONCE)
+    first = not args.inside_chroot
     for name, python, version in interps:
         ok, build_dir, detail, secs = build(name, python)
         results.record("build [%s]" % name, ok, detail[-2000:] if not ok else "", secs)
@@ -184,9 +257,12 @@ def main():
                     results.record(label, ok, detail, secs)
         first = False
 
+    tested = [n for n, _, _ in interps]
+    if not args.no_chroot and not args.python:
+        tested += run_in_chroot(args, results)
     if results.failures:
         print("failed: " + ", ".join(results.failures))
-    print("interpreters tested: " + ", ".join(n for n, _, _ in interps))
+    print("interpreters tested: " + ", ".join(tested))
     print("%d passed, %d failed" % (results.passed, results.failed))
     return 0 if results.failed == 0 else 1
 
