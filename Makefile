@@ -149,6 +149,12 @@ bench: all
 	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md
 	$(PYTHON) bench/attach.py --build $(BUILD) --append docs/PERFORMANCE.md
 	$(PYTHON) bench/trace.py --append docs/PERFORMANCE.md
+	@# against 3.15's own sampling profiler, in the chroot (root only)
+	@if tools/chroot.sh ensure; then \
+	  tools/chroot.sh run 'make -s -j2 BUILD=build/bench-3.15 PYTHON=/usr/bin/python3.15 all >/dev/null && \
+	    python3.15 bench/tachyon.py --build build/bench-3.15 --append docs/PERFORMANCE.md'; \
+	  tools/chroot.sh umount; \
+	else echo "bench: no chroot, so no comparison with 3.15's profiling.sampling"; fi
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
