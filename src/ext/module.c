@@ -127,7 +127,7 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *format = Py_None;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
     int verbose = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOppppOOOpppOOpO:start", kwlist, &interval,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpO:start", kwlist, &interval,
                                      &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
                                      &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
                                      &gpu, &verbose, &format))
