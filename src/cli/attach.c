@@ -135,7 +135,8 @@ static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv,
 /* ---- the commands ---------------------------------------------------------------------- */
 
 /* Prints the closing line of a sampling run. */
-static void attach_summary(const sonde_attach_t *a, const char *what, const sonde_attach_args_t *args)
+static void attach_summary(const sonde_attach_t *a, const char *what,
+                           const sonde_attach_args_t *args)
 {
     sonde_attach_progress_t p;
     sonde_attach_get_progress(a, &p);

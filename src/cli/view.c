@@ -203,9 +203,10 @@ static int view_parse(int argc, char **argv, const char **in, const char **out)
     /* The registry knows every format's file name; view writes html only. */
     const sonde_format_t *asked = *out ? sonde_format_of_path(*out) : NULL;
     if (asked && strcmp(asked->name, "html") != 0) {
-        sonde_cli_error("'sonde view' writes the HTML report only, and '%s' names a %s file; "
-                        "write %s while profiling ('sonde run --format %s') or give -o a .html name",
-                        *out, asked->name, asked->name, asked->name);
+        sonde_cli_error(
+            "'sonde view' writes the HTML report only, and '%s' names a %s file; "
+            "write %s while profiling ('sonde run --format %s') or give -o a .html name",
+            *out, asked->name, asked->name, asked->name);
         return -1;
     }
     return 0;

@@ -315,14 +315,16 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
                               value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_interval(opts, value) < 0)
-            return opts_error(err, err_len,
-                              "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
-                              value ? value : "");
+            return opts_error(
+                err, err_len,
+                "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
+                value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_threshold, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_threshold(opts, value) < 0)
-            return opts_error(err, err_len,
-                              "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
-                              value ? value : "");
+            return opts_error(
+                err, err_len,
+                "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
+                value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
         return opts_patterns_option(opts, rc, value, true, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {

@@ -205,7 +205,8 @@ static void test_errors(void)
     }
     /* 33 patterns: one too many */
     sonde_buf_t many = SONDE_BUF_INIT;
-    for (int i = 0; i < SONDE_MAX_PATTERNS + 1; i++) sonde_buf_printf(&many, "%sp%d", i ? "," : "", i);
+    for (int i = 0; i < SONDE_MAX_PATTERNS + 1; i++)
+        sonde_buf_printf(&many, "%sp%d", i ? "," : "", i);
     int rc = parse(&o, true, err, sizeof err, 3, "--profile-only", many.data, "a.py");
     check(rc == -EINVAL && strstr(err, "at most 32"), "ropts_err_too_many_patterns", "err %s", err);
     sonde_buf_free(&many);
