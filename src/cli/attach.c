@@ -8,7 +8,8 @@
  * attach_on_signal is a signal handler (SIGINT, SIGTERM, SIGHUP while
  * sampling): it only records which signal arrived in a sig_atomic_t that
  * the sampling loop polls; the loop ends, the output is written, and the
- * previous handlers come back. Output and messages: attach_report.c.
+ * previous handlers come back. Parsing: attach_options.c; output and
+ * messages: attach_report.c.
  */
 #include "attach_cli.h"
 

@@ -3,7 +3,8 @@
  * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
  * profile (a context manager), main() (`python3 -m sonde`), _boot() (the
  * sitecustomize hook). This is an edge: it turns the core's -errno codes
- * into Python exceptions. GIL held in every function here.
+ * into Python exceptions. start()'s keywords are checked by `sonde run`'s
+ * option parser (src/launch/options.c), not here. GIL held in every function here.
  */
 #include "ext.h"
 

@@ -2,7 +2,8 @@
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
  * its atexit hook, its SIGTERM handler, its os._exit wrapper and the
- * writing of its report.
+ * writing of its report, in the format its options chose from the format
+ * registry (src/report/format.c).
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
  * and writing a report needs no Python). session_sigterm is a signal
@@ -324,13 +325,13 @@ static void session_clear(sonde_session_t *s)
     s->active = false;
 }
 
-/* Copies sys.argv into the session (best effort). */
+/* Copies sys.argv into the session (best effort; every argument, of any
+ * length). */
 static void session_copy_argv(sonde_session_t *s)
 {
     PyObject *argv = PySys_GetObject("argv"); /* borrowed */
     if (!argv || !PyList_Check(argv)) return;
     Py_ssize_t n = PyList_GET_SIZE(argv);
-    if (n > 1024) n = 1024;
     s->argv = calloc((size_t)n + 1, sizeof *s->argv);
     if (!s->argv) return;
     for (Py_ssize_t i = 0; i < n; i++) {
