@@ -4,7 +4,8 @@
  * profile (a context manager), main() (`python3 -m sonde`), _boot() (the
  * sitecustomize hook). This is an edge: it turns the core's -errno codes
  * into Python exceptions. start()'s keywords are checked by `sonde run`'s
- * option parser (src/launch/options.c), not here. GIL held in every function here.
+ * option parser (src/launch/options.c), not here. GIL held in every
+ * function here.
  */
 #include "ext.h"
 
