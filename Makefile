@@ -122,6 +122,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 
+# Unit tests of the command's pure parts (its option parsers) link the
+# command's objects too.
+CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options
+$(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_OBJS) $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_OBJS) $(CORE_OBJS) $(LDLIBS)
+
 # The stand-in NVML of the GPU tests: tests only, never installed.
 $(FAKE_NVML): tests/gpu/fake_nvml.c
 	@mkdir -p $(dir $@)

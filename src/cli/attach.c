@@ -8,7 +8,8 @@
  * attach_on_signal is a signal handler (SIGINT, SIGTERM, SIGHUP while
  * sampling): it only records which signal arrived in a sig_atomic_t that
  * the sampling loop polls; the loop ends, the output is written, and the
- * previous handlers come back. Output and messages: attach_report.c.
+ * previous handlers come back. Parsing: attach_options.c; output and
+ * messages: attach_report.c.
  */
 #include "attach_cli.h"
 
@@ -33,8 +34,9 @@ static const char attach_usage[] =
     "  -r, --rate HZ        samples per second (default 100, at most 10000)\n"
     "  -d, --duration S     stop after S seconds (default: until Ctrl-C or exit)\n"
     "  -o, --output FILE    write to FILE (the format follows its extension:\n"
-    "                       .svg .folded .collapsed .speedscope.json .json .txt)\n"
-    "  -f, --format F       text | json | folded | svg | speedscope\n"
+    "                       .svg .folded .collapsed .speedscope.json .json .html\n"
+    "                       .txt); --outfile is the same option\n"
+    "  -f, --format F       text | json | html | folded | svg | speedscope\n"
     "                       (default: from -o's extension, else text)\n"
     "  --threads            keep each thread's stacks apart (flame graphs)\n"
     "  --idle               include threads that are not running (blocked in a\n"
@@ -69,17 +71,6 @@ static const char dump_usage[] =
     "Prints the current Python stack of every thread of PID, innermost frame\n"
     "first, with each thread's state (active or idle, the system call it waits\n"
     "in, +gil for the holder of the GIL). The process is not stopped.\n";
-
-typedef enum attach_mode { ATTACH_MODE_ATTACH, ATTACH_MODE_RECORD, ATTACH_MODE_DUMP } attach_mode_t;
-
-typedef struct attach_args {
-    sonde_attach_opts_t opts;
-    sonde_attach_format_t format;
-    const char *outfile; /* borrowed from argv */
-    pid_t pid;
-    char **command; /* record: borrowed from argv, NULL-terminated there */
-    bool help;
-} attach_args_t;
 
 /* ---- signals ----------------------------------------------------------------------- */
 
@@ -121,153 +112,18 @@ static void attach_restore_signals(void)
 
 /* ---- options ------------------------------------------------------------------------ */
 
-static bool attach_parse_pid(const char *text, pid_t *pid)
+/* Parses the words after the command name (attach_options.c) and checks
+ * that the output can be written. Returns 0, or 2 after printing the
+ * error. */
+static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv,
+                        sonde_attach_args_t *args)
 {
-    char *end = NULL;
-    long value = strtol(text, &end, 10);
-    if (!text[0] || *end || value <= 0 || value > (1L << 22)) return false;
-    *pid = (pid_t)value;
-    return true;
-}
-
-static bool attach_parse_number(const char *text, double *value)
-{
-    char *end = NULL;
-    *value = strtod(text, &end);
-    return text[0] && !*end && *value == *value;
-}
-
-/* The value of option argv[*i] ("--rate 5" or "--rate=5"); NULL (after a
- * message) when missing. */
-static const char *attach_value(int argc, char **argv, int *i, const char *eq)
-{
-    if (eq) return eq + 1;
-    if (*i + 1 >= argc) {
-        sonde_cli_error("option %s needs a value", argv[*i]);
-        return NULL;
+    char err[512] = "";
+    if (sonde_attach_args_parse(mode, argc, argv, args, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return 2;
     }
-    return argv[++*i];
-}
-
-/* Whether option word `word` is `name` (or "name=..."), or its short form. */
-static bool attach_is(const char *word, const char *name, const char *short_name, const char **eq)
-{
-    size_t n = strlen(name);
-    *eq = NULL;
-    if (short_name && strcmp(word, short_name) == 0) return true;
-    if (strncmp(word, name, n) != 0) return false;
-    if (word[n] == '=') *eq = word + n;
-    return word[n] == 0 || word[n] == '=';
-}
-
-/* Parses the words after the command name. Returns 0, or 2 after printing
- * the error. */
-static int attach_parse(attach_mode_t mode, int argc, char **argv, attach_args_t *args)
-{
-    const char *eq = NULL, *value = NULL;
-    const char *format_name = NULL;
-    int i = 0;
-    memset(args, 0, sizeof *args);
-    sonde_attach_opts_default(&args->opts);
-    const char *pid_word = NULL; /* attach, dump: options may follow the pid */
-    for (; i < argc; i++) {
-        const char *w = argv[i];
-        if (strcmp(w, "--") == 0) {
-            i++;
-            break;
-        }
-        if (w[0] != '-' || !w[1]) {
-            if (mode == ATTACH_MODE_RECORD) break;
-            if (pid_word) {
-                sonde_cli_error("%s takes one process id, not '%s'",
-                                mode == ATTACH_MODE_DUMP ? "dump" : "attach", w);
-                return 2;
-            }
-            pid_word = w;
-            continue;
-        }
-        if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
-            args->help = true;
-            return 0;
-        }
-        if (mode == ATTACH_MODE_DUMP) {
-            sonde_cli_error("unknown option '%s' for dump (see 'sonde dump --help')", w);
-            return 2;
-        }
-        if (attach_is(w, "--rate", "-r", &eq)) {
-            if (!(value = attach_value(argc, argv, &i, eq))) return 2;
-            if (!attach_parse_number(value, &args->opts.rate_hz) || args->opts.rate_hz < 1 ||
-                args->opts.rate_hz > SONDE_ATTACH_MAX_RATE) {
-                sonde_cli_error("--rate must be a number of samples per second from 1 to %.0f, "
-                                "not '%s'",
-                                SONDE_ATTACH_MAX_RATE, value);
-                return 2;
-            }
-        } else if (attach_is(w, "--duration", "-d", &eq)) {
-            if (!(value = attach_value(argc, argv, &i, eq))) return 2;
-            if (!attach_parse_number(value, &args->opts.duration_sec) ||
-                args->opts.duration_sec <= 0 || args->opts.duration_sec > 1e7) {
-                sonde_cli_error("--duration must be a positive number of seconds, not '%s'", value);
-                return 2;
-            }
-        } else if (attach_is(w, "--output", "-o", &eq)) {
-            if (!(args->outfile = attach_value(argc, argv, &i, eq))) return 2;
-        } else if (attach_is(w, "--format", "-f", &eq)) {
-            if (!(format_name = attach_value(argc, argv, &i, eq))) return 2;
-            args->format = sonde_attach_cli_format_named(format_name);
-            if (args->format == SONDE_AFMT_NONE) {
-                sonde_cli_error("unknown format '%s' (text, json, folded, svg, speedscope)",
-                                format_name);
-                return 2;
-            }
-        } else if (strcmp(w, "--threads") == 0) {
-            args->opts.per_thread = true;
-        } else if (strcmp(w, "--idle") == 0) {
-            args->opts.idle = true;
-        } else if (strcmp(w, "--gil") == 0) {
-            args->opts.gil_only = true;
-        } else if (strcmp(w, "--subprocesses") == 0) {
-            args->opts.subprocesses = true;
-        } else {
-            sonde_cli_error("unknown option '%s' (see 'sonde %s --help')", w,
-                            mode == ATTACH_MODE_RECORD ? "record" : "attach");
-            return 2;
-        }
-    }
-    if (mode == ATTACH_MODE_RECORD) {
-        if (i >= argc) {
-            sonde_cli_error("record needs a command to run, e.g. 'sonde record -o out.svg -- "
-                            "python3 app.py'");
-            return 2;
-        }
-        args->command = argv + i;
-    } else {
-        const char *what = mode == ATTACH_MODE_DUMP ? "dump" : "attach";
-        if (!pid_word && i < argc) pid_word = argv[i++]; /* after "--" */
-        if (!pid_word) {
-            sonde_cli_error("%s needs the id of a process, e.g. 'sonde %s 4242'", what, what);
-            return 2;
-        }
-        if (i < argc) {
-            sonde_cli_error("%s takes one process id, not '%s'", what, argv[i]);
-            return 2;
-        }
-        if (!attach_parse_pid(pid_word, &args->pid)) {
-            sonde_cli_error("'%s' is not a process id", pid_word);
-            return 2;
-        }
-    }
-    if (args->outfile && args->format == SONDE_AFMT_NONE) {
-        args->format = sonde_attach_cli_format_of_path(args->outfile);
-        if (args->format == SONDE_AFMT_NONE) {
-            sonde_cli_error("cannot tell the format from the name '%s'; use an extension (.svg, "
-                            ".folded, .speedscope.json, .json, .txt) or --format",
-                            args->outfile);
-            return 2;
-        }
-    }
-    if (args->format == SONDE_AFMT_NONE) args->format = SONDE_AFMT_TEXT;
-    if (args->outfile) {
+    if (!args->help && args->outfile) {
         int rc = sonde_check_output(args->outfile);
         if (rc < 0) {
             sonde_cli_error("cannot write %s: %s", args->outfile, strerror(-rc));
@@ -280,7 +136,8 @@ static int attach_parse(attach_mode_t mode, int argc, char **argv, attach_args_t
 /* ---- the commands ---------------------------------------------------------------------- */
 
 /* Prints the closing line of a sampling run. */
-static void attach_summary(const sonde_attach_t *a, const char *what, const attach_args_t *args)
+static void attach_summary(const sonde_attach_t *a, const char *what,
+                           const sonde_attach_args_t *args)
 {
     sonde_attach_progress_t p;
     sonde_attach_get_progress(a, &p);
@@ -289,18 +146,17 @@ static void attach_summary(const sonde_attach_t *a, const char *what, const atta
             p.samples == 1 ? "" : "s", what, p.elapsed_sec);
     if (p.errors) fprintf(stderr, " (%llu unreadable)", (unsigned long long)p.errors);
     if (args->outfile)
-        fprintf(stderr, "; %s written to %s\n", sonde_attach_cli_format_name(args->format),
-                args->outfile);
+        fprintf(stderr, "; %s written to %s\n", args->format->name, args->outfile);
     else
         fputc('\n', stderr);
 }
 
 int sonde_cli_attach(int argc, char **argv)
 {
-    attach_args_t args;
+    sonde_attach_args_t args;
     sonde_attach_t a;
     char what[64];
-    int rc = attach_parse(ATTACH_MODE_ATTACH, argc, argv, &args);
+    int rc = attach_parse(SONDE_ATTACH_MODE_ATTACH, argc, argv, &args);
     if (rc) return rc;
     if (args.help) {
         fputs(attach_usage, stdout);
@@ -353,11 +209,11 @@ static int attach_wait_child(pid_t child)
 
 int sonde_cli_record(int argc, char **argv)
 {
-    attach_args_t args;
+    sonde_attach_args_t args;
     sonde_attach_t a;
     pid_t child = 0;
     char what[64];
-    int rc = attach_parse(ATTACH_MODE_RECORD, argc, argv, &args);
+    int rc = attach_parse(SONDE_ATTACH_MODE_RECORD, argc, argv, &args);
     if (rc) return rc;
     if (args.help) {
         fputs(record_usage, stdout);
@@ -405,10 +261,10 @@ int sonde_cli_record(int argc, char **argv)
 
 int sonde_cli_dump(int argc, char **argv)
 {
-    attach_args_t args;
+    sonde_attach_args_t args;
     sonde_buf_t out = SONDE_BUF_INIT;
     char version[32] = "";
-    int rc = attach_parse(ATTACH_MODE_DUMP, argc, argv, &args);
+    int rc = attach_parse(SONDE_ATTACH_MODE_DUMP, argc, argv, &args);
     if (rc) return rc;
     if (args.help) {
         fputs(dump_usage, stdout);

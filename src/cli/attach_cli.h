@@ -1,9 +1,10 @@
 /* attach_cli.h — shared by the CLI files of `sonde attach/record/dump`.
  *
- * Owns: the parsed command line of the three commands (attach.c) and the
- * helpers that turn results into output and messages (attach_report.c).
- * Part of the command's edge: these print (one line "sonde: ..." per
- * error) and never call exit(). No libpython.
+ * Owns: the parsed command line of the three commands (attach_options.c,
+ * pure, unit-tested), and the helpers that turn results into output and
+ * messages (attach_report.c). attach.c runs the commands. Part of the
+ * command's edge: the helpers print (one line "sonde: ..." per error) and
+ * never call exit(). No libpython.
  */
 #ifndef SONDE_ATTACH_CLI_H
 #define SONDE_ATTACH_CLI_H
@@ -11,32 +12,45 @@
 #include "cli.h"
 
 #include "../attach/attach.h"
+#include "../report/report.h"
 
-typedef enum sonde_attach_format {
-    SONDE_AFMT_NONE = 0, /* not given: from -o's extension, else text */
-    SONDE_AFMT_TEXT,
-    SONDE_AFMT_JSON,
-    SONDE_AFMT_FOLDED,
-    SONDE_AFMT_SVG,
-    SONDE_AFMT_SPEEDSCOPE,
-} sonde_attach_format_t;
+/* ---- the command lines (attach_options.c) ------------------------------- */
 
-/* Parses a --format name; SONDE_AFMT_NONE when unknown. */
-sonde_attach_format_t sonde_attach_cli_format_named(const char *name);
-/* The format an output path asks for by its extension (.svg, .folded,
- * .collapsed, .speedscope.json, .json, .txt); SONDE_AFMT_NONE when its
- * extension says nothing. */
-sonde_attach_format_t sonde_attach_cli_format_of_path(const char *path);
-const char *sonde_attach_cli_format_name(sonde_attach_format_t format);
+typedef enum sonde_attach_mode {
+    SONDE_ATTACH_MODE_ATTACH, /* sonde attach [options] PID */
+    SONDE_ATTACH_MODE_RECORD, /* sonde record [options] -- COMMAND ARGS */
+    SONDE_ATTACH_MODE_DUMP,   /* sonde dump PID */
+} sonde_attach_mode_t;
+
+typedef struct sonde_attach_args {
+    sonde_attach_opts_t opts;
+    const sonde_format_t *format; /* --format, else -o's ending, else text;
+                                     never NULL after a successful parse */
+    const char *outfile;          /* -o/--output (alias --outfile), borrowed
+                                     from argv; NULL: the command's stream */
+    pid_t pid;                    /* attach, dump */
+    char *const *command;         /* record: borrowed from argv, NULL-terminated there */
+    bool help;                    /* -h/--help: nothing else is set */
+} sonde_attach_args_t;
+
+/* Parses the words after the command name (argv is not modified; args
+ * borrows from it). Pure: checks only the words (the caller checks that
+ * the output can be written). Returns 0, or -EINVAL with a one-line
+ * message in err (no "sonde: " prefix). */
+int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *argv,
+                            sonde_attach_args_t *args, char *err, size_t err_len);
+
+/* ---- output and messages (attach_report.c) --------------------------------- */
 
 /* Prints the one-line message for a failed open of pid (errno codes of
  * sonde_atarget_open); version: the Python version found, or "". */
 void sonde_attach_cli_open_error(pid_t pid, int rc, const char *version);
 
-/* Builds the profile of everything sampled and writes it in format to
- * outfile (atomically; a device or FIFO directly), or to fd when outfile
- * is NULL. Returns 0, or 1 after printing why it failed. */
-int sonde_attach_cli_write(const sonde_attach_t *a, sonde_attach_format_t format,
+/* Builds the profile of everything sampled and writes it in format
+ * (src/report/format.c) to outfile (atomically; a device or FIFO
+ * directly), or to fd when outfile is NULL. Returns 0, or 1 after printing
+ * why it failed. */
+int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
                            const char *outfile, int fd);
 
 /* Progress on stderr (the sampler's callback): a line rewritten in place

@@ -1,15 +1,10 @@
 /* attach_report.c — output and messages of `sonde attach/record/dump`.
  *
- * Owns: the choice of output format (--format, or -o's extension), the
- * writing of what was sampled (src/attach/profile.c builds the model,
- * src/report/ writes it), the one-line messages for a process that cannot
- * be attached to, and the progress line on stderr. Called by attach.c on
- * the command's main thread; nothing here runs in a signal handler.
- *
- * Formats by extension: .svg -> svg; .folded, .collapsed -> folded;
- * .speedscope.json -> speedscope; .json -> json (the line report, as
- * `sonde run --json`); .txt -> text (the terminal report). Anything else
- * needs --format.
+ * Owns: the writing of what was sampled (src/attach/profile.c builds the
+ * model; the format registry, src/report/format.c, renders and writes it),
+ * the one-line messages for a process that cannot be attached to, and the
+ * progress line on stderr. Called by attach.c on the command's main
+ * thread; nothing here runs in a signal handler.
  */
 #include "attach_cli.h"
 
@@ -19,55 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #define REPORT_PROGRESS_PLAIN_NS (5 * SONDE_NS_PER_SEC) /* off a terminal: one line per 5 s */
-
-static const struct {
-    const char *name;
-    sonde_attach_format_t format;
-} report_formats[] = {
-    {"text", SONDE_AFMT_TEXT},
-    {"json", SONDE_AFMT_JSON},
-    {"folded", SONDE_AFMT_FOLDED},
-    {"collapsed", SONDE_AFMT_FOLDED},
-    {"svg", SONDE_AFMT_SVG},
-    {"flamegraph", SONDE_AFMT_SVG},
-    {"speedscope", SONDE_AFMT_SPEEDSCOPE},
-};
-
-sonde_attach_format_t sonde_attach_cli_format_named(const char *name)
-{
-    for (size_t i = 0; name && i < SONDE_ARRAY_LEN(report_formats); i++)
-        if (strcmp(name, report_formats[i].name) == 0) return report_formats[i].format;
-    return SONDE_AFMT_NONE;
-}
-
-const char *sonde_attach_cli_format_name(sonde_attach_format_t format)
-{
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(report_formats); i++)
-        if (report_formats[i].format == format) return report_formats[i].name;
-    return "?";
-}
-
-static bool report_ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n > m && strcasecmp(s + n - m, suffix) == 0;
-}
-
-sonde_attach_format_t sonde_attach_cli_format_of_path(const char *path)
-{
-    if (!path) return SONDE_AFMT_NONE;
-    if (report_ends_with(path, ".svg")) return SONDE_AFMT_SVG;
-    if (report_ends_with(path, ".folded") || report_ends_with(path, ".collapsed"))
-        return SONDE_AFMT_FOLDED;
-    if (report_ends_with(path, ".speedscope.json")) return SONDE_AFMT_SPEEDSCOPE;
-    if (report_ends_with(path, ".json")) return SONDE_AFMT_JSON;
-    if (report_ends_with(path, ".txt")) return SONDE_AFMT_TEXT;
-    return SONDE_AFMT_NONE;
-}
 
 /* ---- messages -------------------------------------------------------------------- */
 
@@ -174,53 +123,32 @@ void sonde_attach_cli_progress_end(void)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-static int report_render(const sonde_profile_t *prof, sonde_attach_format_t format, int fd,
-                         bool to_file, sonde_buf_t *out)
-{
-    switch (format) {
-    case SONDE_AFMT_JSON:
-        return sonde_report_json(prof, out);
-    case SONDE_AFMT_FOLDED:
-        return sonde_report_folded(prof, out);
-    case SONDE_AFMT_SVG:
-        return sonde_report_flamegraph(prof, out);
-    case SONDE_AFMT_SPEEDSCOPE:
-        return sonde_report_speedscope(prof, out);
-    default: {
-        sonde_text_opts_t topts;
-        sonde_text_opts_default(&topts);
-        if (!to_file) {
-            int width = sonde_prim_terminal_width(fd);
-            const char *columns = getenv("COLUMNS");
-            if (width <= 0 && columns) width = atoi(columns);
-            if (width >= 40) topts.width = width;
-            topts.color = sonde_prim_terminal_color(fd);
-        }
-        return sonde_report_text(prof, &topts, out);
-    }
-    }
-}
-
-int sonde_attach_cli_write(const sonde_attach_t *a, sonde_attach_format_t format,
+int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
                            const char *outfile, int fd)
 {
     sonde_profile_t prof;
-    sonde_buf_t out = SONDE_BUF_INIT;
+    sonde_report_ctx_t ctx;
+    sonde_buf_t viewer = SONDE_BUF_INIT;
+    char pkg_dir[4096];
     const char *what = "build the report";
     sonde_profile_init(&prof);
+    /* The terminal decides colour and width only when the output goes to
+     * it; a file gets the defaults. */
+    sonde_report_ctx_init(&ctx, outfile ? -1 : fd);
+    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
+        sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
+        if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;
+    }
     int rc = sonde_attach_to_profile(a, NULL, 0, NULL, &prof);
     if (rc == 0) rc = sonde_profile_finish(&prof);
-    if (rc == 0) rc = report_render(&prof, format, fd, outfile != NULL, &out);
     if (rc == 0) {
-        what = "write the report";
         fflush(stdout);
-        rc = outfile ? sonde_write_output(outfile, out.data ? out.data : "", out.len)
-                     : sonde_write_fd(fd, out.data ? out.data : "", out.len);
+        rc = sonde_report_emit(format, &prof, &ctx, outfile, fd, &what);
     }
     if (rc < 0)
         sonde_cli_error("cannot %s%s%s: %s", what, outfile ? " to " : "", outfile ? outfile : "",
                         strerror(-rc));
-    sonde_buf_free(&out);
+    sonde_buf_free(&viewer);
     sonde_profile_free(&prof);
     return rc < 0 ? 1 : 0;
 }

@@ -39,10 +39,11 @@ int sonde_cli_dump(int argc, char **argv);
 struct sonde_program;
 /* The common end of `sonde run` and `sonde trace`: checks the program and
  * the outfile, finds the package, and replaces the process with the
- * interpreter in the given mode, handing over tokens[0..n_tokens-1].
- * Returns (an exit status) only on failure, after printing the error. */
+ * interpreter in the given mode, handing over the mode's encoded options
+ * (launch.h); preload_shim: run --memory. Returns (an exit status) only on
+ * failure, after printing the error. */
 int sonde_cli_launch(const char *mode, const struct sonde_program *prog, const char *outfile,
-                     char *const *tokens, int n_tokens);
+                     const char *options, bool preload_shim);
 
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -79,7 +79,7 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
 }
 
 int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
-                     char *const *tokens, int n_tokens)
+                     const char *options, bool preload_shim)
 {
     char err[512] = "", pkg_dir[4096], probe[4200];
     if (sonde_launch_check(prog, outfile, err, sizeof err) < 0) {
@@ -96,7 +96,8 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
         sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
         return 2;
     }
-    sonde_launch_exec(sonde_cli_python(), pkg_dir, mode, prog, tokens, n_tokens, err, sizeof err);
+    sonde_launch_exec(sonde_cli_python(), pkg_dir, mode, prog, options, preload_shim, err,
+                      sizeof err);
     sonde_cli_error("%s", err);
     return 127;
 }

@@ -1,12 +1,14 @@
 /* run.c — `sonde run`: check the request, then become the interpreter.
  *
- * Owns: the CLI side of `sonde run`. Parses the options (src/launch/
- * options.c), checks the script and the outfile, and execs the interpreter
- * with the hand-over environment (src/launch/launch.c). The profiling
- * itself happens inside the interpreter (src/ext/). No signal handlers.
+ * Owns: the CLI side of `sonde run`. Parses the options once
+ * (src/launch/options.c; argv is left as it is), checks the script and the
+ * output file, and execs the interpreter with the parsed options encoded
+ * in the hand-over environment (src/launch/launch.c). The profiling itself
+ * happens inside the interpreter (src/ext/). No signal handlers.
  */
 #include "cli.h"
 
+#include "../core/buf.h"
 #include "../launch/launch.h"
 
 #include <stdio.h>
@@ -16,30 +18,29 @@
 int sonde_cli_run(int argc, char **argv)
 {
     sonde_run_opts_t opts;
+    sonde_buf_t encoded = SONDE_BUF_INIT;
     char err[512] = "";
+    int status = 2;
 
     sonde_run_opts_default(&opts);
-    /* The parser splits pattern lists in place; hand the interpreter the
-     * tokens as the user wrote them. */
-    char *tokens[256];
-    int n_tokens = argc < 256 ? argc : 256;
-    char copies[256][1024];
-    for (int i = 0; i < n_tokens; i++) {
-        snprintf(copies[i], sizeof copies[i], "%s", argv[i]);
-        tokens[i] = copies[i];
-    }
     if (sonde_run_opts_parse(&opts, argc, argv, true, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
-        return 2;
+        goto done;
     }
     if (opts.help) {
         fputs(sonde_run_usage, stdout);
-        return 0;
+        status = 0;
+        goto done;
     }
-    if (opts.n_option_tokens > n_tokens) {
-        sonde_cli_error("too many options");
-        return 2;
+    sonde_run_opts_encode(&opts, &encoded);
+    if (sonde_buf_error(&encoded)) {
+        sonde_cli_error("out of memory");
+        goto done;
     }
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
-    return sonde_cli_launch("run", &prog, opts.outfile, tokens, opts.n_option_tokens);
+    status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory);
+done:
+    sonde_buf_free(&encoded);
+    sonde_run_opts_free(&opts);
+    return status;
 }

@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "../launch/launch.h"
+#include "../launch/netstring.h"
 #include "../launch/trace_options.h"
 
 #include <stdio.h>
@@ -28,7 +29,18 @@ int sonde_cli_trace(int argc, char **argv)
         fputs(sonde_trace_usage, stdout);
         return 0;
     }
+    /* The option words travel as netstrings, unchanged; the tracer's boot
+     * reads its options from them (src/trace/boot.c). */
+    sonde_buf_t words = SONDE_BUF_INIT;
+    sonde_netstring_put_words(&words, argv, opts.n_option_tokens);
+    if (sonde_buf_error(&words)) {
+        sonde_buf_free(&words);
+        sonde_cli_error("out of memory");
+        return 2;
+    }
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
-    /* The option words travel unchanged; the boot parses them again. */
-    return sonde_cli_launch("trace", &prog, opts.outfile, argv, opts.n_option_tokens);
+    int status = sonde_cli_launch("trace", &prog, opts.outfile, words.data ? words.data : "",
+                                  false);
+    sonde_buf_free(&words);
+    return status;
 }

@@ -1,6 +1,8 @@
 /* view.c — `sonde view`: turn a JSON profile into the HTML report.
  *
- * Owns: the CLI side of `sonde view profile.json [-o profile.html]`. Reads
+ * Owns: the CLI side of `sonde view profile.json [-o profile.html]`
+ * (-o/--output, alias --outfile, as in every command; an output name that
+ * the format registry gives to another format is refused). Reads
  * the file, has sonde_report_html_from_json check and wrap it with the
  * viewer installed in <package>/viewer, writes the page (atomically for a
  * file), and without -o opens it with the user's browser ($BROWSER, else
@@ -33,20 +35,21 @@ static const char view_usage[] =
     "else xdg-open) when one is available.\n"
     "\n"
     "options:\n"
-    "  -o, --outfile FILE   write the page to FILE ('-' for standard output)\n"
-    "                       and do not open it\n"
-    "  -h, --help           show this help\n";
+    "  -o, --output FILE    write the page to FILE ('-' for standard output)\n"
+    "                       and do not open it (--outfile is the same option)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Other formats (svg, folded, speedscope, text) are written while profiling:\n"
+    "'sonde run --format FORMAT' or 'sonde attach --format FORMAT'.\n";
 
 /* The default output path: profile.json -> profile.html, else path.html. */
-static int view_default_out(const char *in, char *buf, size_t len)
+static void view_default_out(const char *in, sonde_buf_t *out)
 {
     size_t n = strlen(in);
-    int w;
     if (n > 5 && strcmp(in + n - 5, ".json") == 0)
-        w = snprintf(buf, len, "%.*s.html", (int)(n - 5), in);
+        sonde_buf_printf(out, "%.*s.html", (int)(n - 5), in);
     else
-        w = snprintf(buf, len, "%s.html", in);
-    return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
+        sonde_buf_printf(out, "%s.html", in);
 }
 
 static bool view_env_set(const char *name)
@@ -168,12 +171,15 @@ static int view_parse(int argc, char **argv, const char **in, const char **out)
         if (!options_done && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) return 1;
         if (!options_done && strcmp(a, "--") == 0) {
             options_done = true;
-        } else if (!options_done && (strcmp(a, "-o") == 0 || strcmp(a, "--outfile") == 0)) {
+        } else if (!options_done && (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
+                                     strcmp(a, "--outfile") == 0)) {
             if (i + 1 >= argc) {
                 sonde_cli_error("%s needs a file name (see 'sonde view --help')", a);
                 return -1;
             }
             *out = argv[++i];
+        } else if (!options_done && strncmp(a, "--output=", 9) == 0) {
+            *out = a + 9;
         } else if (!options_done && strncmp(a, "--outfile=", 10) == 0) {
             *out = a + 10;
         } else if (!options_done && a[0] == '-' && a[1]) {
@@ -194,14 +200,24 @@ static int view_parse(int argc, char **argv, const char **in, const char **out)
         sonde_cli_error("-o needs a file name");
         return -1;
     }
+    /* The registry knows every format's file name; view writes html only. */
+    const sonde_format_t *asked = *out ? sonde_format_of_path(*out) : NULL;
+    if (asked && strcmp(asked->name, "html") != 0) {
+        sonde_cli_error(
+            "'sonde view' writes the HTML report only, and '%s' names a %s file; "
+            "write %s while profiling ('sonde run --format %s') or give -o a .html name",
+            *out, asked->name, asked->name, asked->name);
+        return -1;
+    }
     return 0;
 }
 
 int sonde_cli_view(int argc, char **argv)
 {
     const char *in = NULL, *out_path = NULL;
-    sonde_buf_t json = SONDE_BUF_INIT, page = SONDE_BUF_INIT;
-    char pkg_dir[4096], viewer_dir[4200], default_out[PATH_MAX], why[256] = "", how[4096] = "";
+    sonde_buf_t json = SONDE_BUF_INIT, page = SONDE_BUF_INIT, default_out = SONDE_BUF_INIT;
+    char pkg_dir[4096], viewer_dir[4200], why[256] = "", how[4096] = "";
+    char *abs_path = NULL;
     int status = 1;
 
     int parsed = view_parse(argc, argv, &in, &out_path);
@@ -251,11 +267,12 @@ int sonde_cli_view(int argc, char **argv)
     }
     const char *target = out_path;
     if (!target) {
-        if (view_default_out(in, default_out, sizeof default_out) < 0) {
-            sonde_cli_error("the path %s is too long; give -o FILE", in);
+        view_default_out(in, &default_out);
+        if (sonde_buf_error(&default_out)) {
+            sonde_cli_error("out of memory");
             goto done;
         }
-        target = default_out;
+        target = default_out.data;
     }
     if ((rc = sonde_write_output(target, page.data, page.len)) < 0) {
         sonde_cli_error("cannot write %s: %s", target, strerror(-rc));
@@ -266,18 +283,20 @@ int sonde_cli_view(int argc, char **argv)
         printf("wrote %s\n", target);
         goto done;
     }
-    char abs_path[PATH_MAX];
-    if (!realpath(target, abs_path)) snprintf(abs_path, sizeof abs_path, "%s", target);
-    rc = view_open(abs_path, how, sizeof how);
+    abs_path = realpath(target, NULL);
+    const char *shown = abs_path ? abs_path : target;
+    rc = view_open(shown, how, sizeof how);
     if (rc == 0)
-        printf("wrote %s (opened with %s)\n", abs_path, how);
+        printf("wrote %s (opened with %s)\n", shown, how);
     else if (rc == -ENOENT && !how[0])
         printf("wrote %s; open it in a web browser (set $BROWSER to have sonde open it)\n",
-               abs_path);
+               shown);
     else
-        printf("wrote %s; could not start %s (%s): open it in a web browser\n", abs_path, how,
+        printf("wrote %s; could not start %s (%s): open it in a web browser\n", shown, how,
                strerror(-rc));
 done:
+    free(abs_path);
+    sonde_buf_free(&default_out);
     sonde_buf_free(&page);
     sonde_buf_free(&json);
     return status;

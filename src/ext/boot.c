@@ -7,12 +7,17 @@
  * would give it: the SONDE_* variables and our PYTHONPATH entries leave
  * os.environ, the C environment and sys.path, and a sitecustomize that ours
  * shadowed is imported in its place. Then it checks the script compiles
- * and starts the session. GIL held throughout; no signal context.
+ * and starts the session with the options the command parsed, decoded from
+ * the hand-over (sonde_run_opts_decode; nothing is parsed again here), or
+ * for `sonde trace` hands the option words to the tracer. No fixed-size
+ * buffer: paths and options of any length go through. GIL held
+ * throughout; no signal context.
  */
 #include "ext.h"
 
 #include "../cli/cli.h"
 #include "../launch/launch.h"
+#include "../launch/netstring.h"
 #include "../trace/trace.h"
 
 #include <stdlib.h>
@@ -90,22 +95,23 @@ static void boot_restore_sys_path(const char *boot_paths)
 {
     PyObject *path = PySys_GetObject("path"); /* borrowed */
     if (!path || !PyList_Check(path) || !boot_paths) return;
-    char copy[8192];
-    snprintf(copy, sizeof copy, "%s", boot_paths);
-    char *save = NULL;
-    for (char *entry = strtok_r(copy, ":", &save); entry; entry = strtok_r(NULL, ":", &save)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
+    for (const char *entry = boot_paths; *entry;) {
+        size_t n = strcspn(entry, ":");
+        for (Py_ssize_t i = 0; n && i < PyList_GET_SIZE(path); i++) {
             PyObject *item = PyList_GET_ITEM(path, i);
-            const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+            Py_ssize_t len = 0;
+            const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &len) : NULL;
             if (!text) {
                 PyErr_Clear();
                 continue;
             }
-            if (strcmp(text, entry) == 0) {
+            if ((size_t)len == n && memcmp(text, entry, n) == 0) {
                 PySequence_DelItem(path, i);
                 break;
             }
         }
+        entry += n;
+        if (*entry == ':') entry++;
     }
 }
 
@@ -246,45 +252,38 @@ int sonde_boot_gil(void)
     boot_restore_sys_path(boot_paths);
     bool chained = boot_chain_sitecustomize();
 
-    /* Split the option tokens and parse them again, exactly as the CLI did. */
-    size_t n_tokens = *options ? 1 : 0;
-    for (const char *p = options; *p; p++) n_tokens += *p == SONDE_TOKEN_SEP;
-    tokens = calloc(n_tokens + 1, sizeof *tokens);
-    if (!tokens) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    size_t k = 0;
-    if (*options) {
-        char *start = options;
-        for (char *p = options;; p++) {
-            bool last = *p == 0;
-            if (last || *p == SONDE_TOKEN_SEP) {
-                *p = 0;
-                tokens[k++] = start;
-                start = p + 1;
-            }
-            if (last) break;
-        }
-    }
     if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
+    char err[512] = "";
     if (strcmp(mode, "trace") == 0) {
-        if (sonde_trace_boot_gil((int)k, tokens, program) < 0) goto done;
+        int n_tokens = 0;
+        int words_rc = sonde_netstring_get_words(options, &tokens, &n_tokens);
+        if (words_rc == -ENOMEM) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (words_rc < 0) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "sonde: the options handed over by the sonde command cannot be read "
+                            "(a command and a package from different builds?)");
+            goto done;
+        }
+        if (sonde_trace_boot_gil(n_tokens, tokens, program) < 0) goto done;
         rc = chained ? 1 : 0;
         goto done;
     }
     sonde_run_opts_t opts;
-    char err[512] = "";
-    sonde_run_opts_default(&opts);
-    if (sonde_run_opts_parse(&opts, (int)k, tokens, false, err, sizeof err) < 0) {
+    int decode_rc = sonde_run_opts_decode(&opts, options, err, sizeof err);
+    if (decode_rc == 0) {
+        const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
+        if (sonde_session_start_gil(&opts, true, shown) == 0) rc = chained ? 1 : 0;
+    } else if (decode_rc == -ENOMEM) {
+        PyErr_NoMemory();
+    } else {
         PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
-        goto done;
     }
-    const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
-    if (sonde_session_start_gil(&opts, true, shown) < 0) goto done;
-    rc = chained ? 1 : 0;
+    sonde_run_opts_free(&opts);
 done:
-    free(tokens);
+    sonde_netstring_free_words(tokens);
     free(options);
     free(boot_paths);
     free(had);
@@ -296,14 +295,20 @@ done:
 
 int sonde_module_main_gil(int argc, char **argv)
 {
-    static char python[4096];
+    static char *python; /* owned; kept while the dispatcher may use it */
     PyObject *exe = PySys_GetObject("executable"); /* borrowed */
     const char *text = exe && PyUnicode_Check(exe) ? PyUnicode_AsUTF8(exe) : NULL;
     if (!text || !*text) {
         PyErr_Clear();
         text = "python3";
     }
-    snprintf(python, sizeof python, "%s", text);
+    char *copy = strdup(text);
+    if (!copy) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    free(python);
+    python = copy;
     sonde_cli_python_override = python;
     sonde_cli_pkg_dir_override = sonde_ext_pkg_dir;
     /* Flush Python's buffers: a successful run replaces this process. */

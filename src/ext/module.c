@@ -3,7 +3,9 @@
  * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
  * profile (a context manager), main() (`python3 -m sonde`), _boot() (the
  * sitecustomize hook). This is an edge: it turns the core's -errno codes
- * into Python exceptions. GIL held in every function here.
+ * into Python exceptions. start()'s keywords are checked by `sonde run`'s
+ * option parser (src/launch/options.c), not here. GIL held in every
+ * function here.
  */
 #include "ext.h"
 
@@ -18,42 +20,100 @@ char sonde_ext_pkg_dir[4096];
 
 /* ---- start / stop -------------------------------------------------------------- */
 
-/* Splits a str ("a,b") or a sequence of str into patterns; the strings are
- * kept alive in *keep (a list). Returns 0 or -1 with an exception. */
-static int module_patterns(PyObject *arg, const char *what, const char **out, int *count,
-                           PyObject *keep)
+/* sonde.start()'s keywords become the words of `sonde run`'s options,
+ * parsed by the same C code (src/launch/options.c): the same values are
+ * accepted and refused, with the same messages. The words are bytes
+ * objects kept alive in a list. */
+typedef struct module_words {
+    PyObject *keep;  /* owned: list of bytes */
+    char **argv;     /* owned array; the strings are keep's */
+    int argc, cap;
+} module_words_t;
+
+/* Appends a word (an str, encoded as a file name; or bytes). Returns 0 or
+ * -1 with an exception. */
+static int module_word(module_words_t *w, PyObject *word)
+{
+    PyObject *bytes = NULL;
+    if (PyBytes_Check(word)) {
+        Py_INCREF(word);
+        bytes = word;
+    } else if (!PyUnicode_FSConverter(word, &bytes)) {
+        return -1;
+    }
+    int rc = PyList_Append(w->keep, bytes);
+    Py_DECREF(bytes);
+    if (rc < 0) return -1;
+    if (w->argc == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 16;
+        char **grown = realloc(w->argv, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->argv = grown;
+        w->cap = cap;
+    }
+    w->argv[w->argc++] = PyBytes_AS_STRING(bytes);
+    return 0;
+}
+
+static int module_word_text(module_words_t *w, const char *text)
+{
+    PyObject *word = PyBytes_FromString(text);
+    if (!word) return -1;
+    int rc = module_word(w, word);
+    Py_DECREF(word);
+    return rc;
+}
+
+/* An option and its value: the value as Python's str() of the object (a
+ * number keeps the spelling the user gave it). */
+static int module_word_valued(module_words_t *w, const char *option, PyObject *value)
+{
+    PyObject *text = PyObject_Str(value);
+    if (!text) return -1;
+    int rc = module_word_text(w, option);
+    if (rc == 0) rc = module_word(w, text);
+    Py_DECREF(text);
+    return rc;
+}
+
+/* Whether value is an int (or, with real, a float), as the keyword what
+ * needs; if not, raises TypeError. */
+static bool module_is_number(PyObject *value, bool real, const char *what)
+{
+    if (PyLong_Check(value) && !PyBool_Check(value)) return true;
+    if (real && PyFloat_Check(value)) return true;
+    PyErr_Format(PyExc_TypeError, "sonde: %s must be %s, not %.100s", what,
+                 real ? "a number" : "an int", Py_TYPE(value)->tp_name);
+    return false;
+}
+
+/* profile_only / profile_exclude: a str ("a,b") or a sequence of str; each
+ * item becomes one option word (commas separate patterns, as on the
+ * command line); empty items are skipped. */
+static int module_word_patterns(module_words_t *w, const char *option, PyObject *arg,
+                                const char *what)
 {
     if (!arg || arg == Py_None) return 0;
-    PyObject *items = NULL;
-    if (PyUnicode_Check(arg)) {
-        PyObject *sep = PyUnicode_FromString(",");
-        items = sep ? PyUnicode_Split(arg, sep, -1) : NULL;
-        Py_XDECREF(sep);
-    } else {
-        items = PySequence_List(arg);
-    }
+    PyObject *items = PyUnicode_Check(arg) ? PyList_New(0) : PySequence_List(arg);
+    if (items && PyUnicode_Check(arg) && PyList_Append(items, arg) < 0) Py_CLEAR(items);
     if (!items) {
         PyErr_Format(PyExc_TypeError, "sonde: %s must be a string or a list of strings", what);
         return -1;
     }
     int rc = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(items); i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
-        const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
-        if (!text) {
+        if (!PyUnicode_Check(item)) {
             PyErr_Format(PyExc_TypeError, "sonde: %s must be a string or a list of strings", what);
             rc = -1;
-            break;
+        } else if (PyUnicode_GetLength(item) > 0) {
+            rc = module_word_text(w, option);
+            if (rc == 0) rc = module_word(w, item);
         }
-        if (!*text) continue;
-        if (*count >= SONDE_MAX_PATTERNS) {
-            PyErr_Format(PyExc_ValueError, "sonde: too many %s patterns", what);
-            rc = -1;
-            break;
-        }
-        out[(*count)++] = text;
     }
-    if (rc == 0 && PyList_Append(keep, items) < 0) rc = -1;
     Py_DECREF(items);
     return rc;
 }
@@ -63,72 +123,71 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"interval", "outfile", "json", "virtual_time", "profile_all",
                              "profile_only", "profile_exclude", "cpu_percent_threshold",
                              "all_lines", "stacks", "memory", "malloc_threshold", "gpu",
-                             "verbose", NULL};
-    sonde_run_opts_t opts;
-    sonde_run_opts_default(&opts);
-    PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None;
+                             "verbose", "format", NULL};
+    PyObject *interval = NULL, *threshold = NULL, *malloc_threshold = NULL;
+    PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None, *gpu = Py_None;
+    PyObject *format = Py_None;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
-    unsigned long long malloc_threshold = opts.malloc_threshold;
-    PyObject *gpu = Py_None; /* None: GPU figures when a GPU is present */
     int verbose = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|dOppppOOdppKOp:start", kwlist,
-                                     &opts.interval_sec, &outfile, &json, &virtual_time,
-                                     &profile_all, &only, &exclude,
-                                     &opts.cpu_percent_threshold, &all_lines, &stacks, &memory,
-                                     &malloc_threshold, &gpu, &verbose))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpO:start", kwlist, &interval,
+                                     &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
+                                     &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
+                                     &gpu, &verbose, &format))
+        return NULL;
+    if ((interval && !module_is_number(interval, true, "interval")) ||
+        (threshold && !module_is_number(threshold, true, "cpu_percent_threshold")) ||
+        (malloc_threshold && !module_is_number(malloc_threshold, false, "malloc_threshold")))
         return NULL;
     if (sonde_session_from_run()) Py_RETURN_NONE; /* `sonde run` already profiles */
-    if (!(opts.interval_sec >= 0.0001 && opts.interval_sec <= 10)) {
-        PyErr_SetString(PyExc_ValueError, "sonde: interval must be between 0.0001 and 10 seconds");
-        return NULL;
-    }
-    if (!(opts.cpu_percent_threshold >= 0 && opts.cpu_percent_threshold <= 100)) {
-        PyErr_SetString(PyExc_ValueError, "sonde: cpu_percent_threshold must be 0..100");
-        return NULL;
-    }
-    opts.json = json;
-    opts.virtual_time = virtual_time;
-    opts.profile_all = profile_all;
-    opts.all_lines = all_lines;
-    opts.stacks = stacks;
-    opts.memory = memory;
-    if (malloc_threshold < SONDE_MIN_MALLOC_THRESHOLD ||
-        malloc_threshold > SONDE_MAX_MALLOC_THRESHOLD) {
-        PyErr_SetString(PyExc_ValueError,
-                        "sonde: malloc_threshold must be between 65536 and 1073741824 bytes");
-        return NULL;
-    }
-    opts.malloc_threshold = malloc_threshold;
+
+    module_words_t w = {PyList_New(0), NULL, 0, 0};
+    sonde_run_opts_t opts;
+    PyObject *result = NULL;
+    char err[512] = "";
+    sonde_run_opts_default(&opts);
+    if (!w.keep) return NULL;
+    if ((interval && module_word_valued(&w, "--interval", interval) < 0) ||
+        (outfile != Py_None && (module_word_text(&w, "--output") < 0 ||
+                                module_word(&w, outfile) < 0)) ||
+        (json && module_word_text(&w, "--json") < 0) ||
+        (format != Py_None && module_word_valued(&w, "--format", format) < 0) ||
+        (virtual_time && module_word_text(&w, "--virtual-time") < 0) ||
+        (profile_all && module_word_text(&w, "--profile-all") < 0) ||
+        module_word_patterns(&w, "--profile-only", only, "profile_only") < 0 ||
+        module_word_patterns(&w, "--profile-exclude", exclude, "profile_exclude") < 0 ||
+        (threshold && module_word_valued(&w, "--cpu-percent-threshold", threshold) < 0) ||
+        (all_lines && module_word_text(&w, "--all-lines") < 0) ||
+        (stacks && module_word_text(&w, "--stacks") < 0) ||
+        (memory && module_word_text(&w, "--memory") < 0) ||
+        (malloc_threshold && module_word_valued(&w, "--malloc-threshold", malloc_threshold) < 0) ||
+        (verbose && module_word_text(&w, "--verbose") < 0))
+        goto done;
     if (gpu != Py_None) {
         int on = PyObject_IsTrue(gpu);
-        if (on < 0) return NULL;
-        opts.gpu = on ? 1 : 0;
+        if (on < 0 || module_word_text(&w, on ? "--gpu" : "--no-gpu") < 0) goto done;
     }
-    opts.verbose = verbose;
-    PyObject *keep = PyList_New(0), *path = NULL;
-    if (!keep) return NULL;
-    if (outfile != Py_None) {
-        if (!PyUnicode_FSConverter(outfile, &path)) goto error;
-        opts.outfile = PyBytes_AS_STRING(path);
-        int rc = sonde_check_output(opts.outfile);
-        if (rc < 0) {
-            PyErr_Format(PyExc_OSError, "sonde: cannot write the report to '%s': %s",
-                         opts.outfile, strerror(-rc));
-            goto error;
-        }
+    int rc = sonde_run_opts_parse(&opts, w.argc, w.argv, false, err, sizeof err);
+    if (rc == -ENOMEM) {
+        PyErr_NoMemory();
+        goto done;
     }
-    if (module_patterns(only, "profile_only", opts.profile_only, &opts.n_profile_only, keep) < 0 ||
-        module_patterns(exclude, "profile_exclude", opts.profile_exclude,
-                        &opts.n_profile_exclude, keep) < 0)
-        goto error;
-    if (sonde_session_start_gil(&opts, false, NULL) < 0) goto error;
-    Py_XDECREF(path);
-    Py_DECREF(keep);
-    Py_RETURN_NONE;
-error:
-    Py_XDECREF(path);
-    Py_DECREF(keep);
-    return NULL;
+    if (rc < 0 || w.argc > opts.n_option_tokens) {
+        PyErr_Format(PyExc_ValueError, "sonde: %s", rc < 0 ? err : "unexpected argument");
+        goto done;
+    }
+    if (opts.outfile && (rc = sonde_check_output(opts.outfile)) < 0) {
+        PyErr_Format(PyExc_OSError, "sonde: cannot write the report to '%s': %s", opts.outfile,
+                     strerror(-rc));
+        goto done;
+    }
+    if (sonde_session_start_gil(&opts, false, NULL) < 0) goto done;
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    sonde_run_opts_free(&opts);
+    free(w.argv);
+    Py_DECREF(w.keep);
+    return result;
 }
 
 static PyObject *module_stop(PyObject *self, PyObject *unused)
@@ -277,8 +336,12 @@ static PyMethodDef module_methods[] = {
      "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
      "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
-     "      memory=False, malloc_threshold=10485767, gpu=None, verbose=False)\n\n"
+     "      memory=False, malloc_threshold=10485767, gpu=None, verbose=False,\n"
+     "      format=None)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing.\n"
+     "The keywords are `sonde run`'s options, checked by the same code:\n"
+     "format is one of text, json, html, svg, folded, speedscope (the last\n"
+     "three record call stacks); without it, outfile's ending picks it.\n"
      "memory=True needs the allocator shim, which only `sonde run --memory`\n"
      "loads (it raises RuntimeError otherwise). gpu=None reports GPU\n"
      "utilisation and memory per line when an NVIDIA GPU is present, True\n"

@@ -2,7 +2,8 @@
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
  * its atexit hook, its SIGTERM handler, its os._exit wrapper and the
- * writing of its report.
+ * writing of its report, in the format its options chose from the format
+ * registry (src/report/format.c).
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
  * and writing a report needs no Python). session_sigterm is a signal
@@ -12,6 +13,7 @@
 
 #include "../report/report.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +24,16 @@ typedef struct sonde_session {
     bool from_run;               /* started by `sonde run` */
     atomic_int reported;         /* 0 until the report was claimed */
     pid_t pid;                   /* process that owns the session */
-    sonde_run_opts_t opts;       /* copy; string fields point into owned */
-    char *outfile;               /* owned */
+    sonde_run_opts_t opts;       /* copy: numbers, flags and the format; its
+                                    string fields are NULL but outfile, which
+                                    points to the owned copy below */
+    char *outfile;               /* owned; absolute when the session started */
     char *program;               /* owned */
     char **argv;                 /* owned */
     int argc;
     char python_version[32];
-    char cwd[4096];
+    char *cwd;                   /* owned; "" when unknown */
+    char *viewer_dir;            /* owned; <package>/viewer, for html */
     sonde_filter_t filter;
     sonde_sampler_t sampler;
     sonde_memory_t memory;       /* --memory (memory.c); zero when off */
@@ -49,7 +54,6 @@ bool sonde_session_from_run(void) { return session.active && session.from_run; }
 static int session_report(sonde_session_t *s, const char **what)
 {
     sonde_profile_t prof;
-    sonde_buf_t out = SONDE_BUF_INIT;
     int rc;
 
     sonde_profile_init(&prof);
@@ -61,34 +65,16 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
-    if (s->opts.html) {
-        char viewer[4200];
-        snprintf(viewer, sizeof viewer, "%s/viewer", sonde_ext_pkg_dir);
-        rc = sonde_report_html(&prof, viewer, &out);
-    } else if (s->opts.json) {
-        rc = sonde_report_json(&prof, &out);
-    } else {
-        sonde_text_opts_t topts;
-        sonde_text_opts_default(&topts);
-        topts.cpu_percent_threshold = s->opts.cpu_percent_threshold;
-        topts.all_lines = s->opts.all_lines;
-        if (!s->outfile) {
-            int width = sonde_prim_terminal_width(2);
-            const char *columns = getenv("COLUMNS");
-            if (width <= 0 && columns) width = atoi(columns);
-            if (width >= 40) topts.width = width;
-            topts.color = sonde_prim_terminal_color(2);
-        }
-        rc = sonde_report_text(&prof, &topts, &out);
-    }
-    if (rc < 0) goto done;
-    *what = "write the report";
-    if (s->outfile)
-        rc = sonde_write_output(s->outfile, out.data ? out.data : "", out.len);
-    else
-        rc = sonde_write_fd(2, out.data ? out.data : "", out.len);
+    /* The terminal decides colour and width only when the report goes to
+     * stderr; a file gets the defaults. */
+    sonde_report_ctx_t ctx;
+    sonde_report_ctx_init(&ctx, s->outfile ? -1 : 2);
+    ctx.text.cpu_percent_threshold = s->opts.cpu_percent_threshold;
+    ctx.text.all_lines = s->opts.all_lines;
+    ctx.viewer_dir = s->viewer_dir;
+    rc = sonde_report_emit(s->opts.format ? s->opts.format : sonde_format_default(), &prof, &ctx,
+                           s->outfile, 2, what);
 done:
-    sonde_buf_free(&out);
     sonde_profile_free(&prof);
     return rc;
 }
@@ -96,10 +82,11 @@ done:
 /* Prints a one-line error without stdio buffering surprises. */
 static void session_report_error(const sonde_session_t *s, const char *what, int rc)
 {
-    char line[1024];
-    snprintf(line, sizeof line, "sonde: cannot %s%s%s: %s\n", what,
-             s->outfile ? " to " : "", s->outfile ? s->outfile : "", strerror(-rc));
-    sonde_write_fd(2, line, strlen(line));
+    sonde_buf_t line = SONDE_BUF_INIT;
+    sonde_buf_printf(&line, "sonde: cannot %s%s%s: %s\n", what, s->outfile ? " to " : "",
+                     s->outfile ? s->outfile : "", strerror(-rc));
+    if (!sonde_buf_error(&line)) sonde_write_fd(2, line.data, line.len);
+    sonde_buf_free(&line);
 }
 
 /* ---- SIGTERM -------------------------------------------------------------------- */
@@ -327,6 +314,9 @@ static void session_clear(sonde_session_t *s)
     sonde_sampler_free(&s->sampler);
     free(s->outfile);
     free(s->program);
+    free(s->cwd);
+    free(s->viewer_dir);
+    s->cwd = s->viewer_dir = NULL;
     for (int i = 0; i < s->argc; i++) free(s->argv[i]);
     free(s->argv);
     s->outfile = s->program = NULL;
@@ -335,13 +325,13 @@ static void session_clear(sonde_session_t *s)
     s->active = false;
 }
 
-/* Copies sys.argv into the session (best effort). */
+/* Copies sys.argv into the session (best effort; every argument, of any
+ * length). */
 static void session_copy_argv(sonde_session_t *s)
 {
     PyObject *argv = PySys_GetObject("argv"); /* borrowed */
     if (!argv || !PyList_Check(argv)) return;
     Py_ssize_t n = PyList_GET_SIZE(argv);
-    if (n > 1024) n = 1024;
     s->argv = calloc((size_t)n + 1, sizeof *s->argv);
     if (!s->argv) return;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -366,30 +356,42 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
         PyErr_SetString(PyExc_RuntimeError, "sonde: a profiling session is already running");
         return -EBUSY;
     }
-    memset(&s->opts, 0, sizeof s->opts);
+    /* The copy keeps numbers, flags and the format; the caller's strings
+     * are used during start only (the filter copies the patterns). */
     s->opts = *opts;
-    s->opts.outfile = NULL;
+    memset(s->opts.profile_only, 0, sizeof s->opts.profile_only);
+    memset(s->opts.profile_exclude, 0, sizeof s->opts.profile_exclude);
+    s->opts.n_profile_only = s->opts.n_profile_exclude = 0;
+    s->opts.outfile = s->opts.script = s->opts.module = NULL;
+    s->opts.prog_argv = NULL;
+    s->opts.owned = NULL;
+    if (!s->opts.format) s->opts.format = sonde_format_default();
     s->from_run = from_run;
     s->pid = getpid();
     atomic_store(&s->reported, 0);
-    if (opts->outfile && !(s->outfile = strdup(opts->outfile))) goto nomem;
-    s->opts.outfile = s->outfile;
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];
     if (!(s->program = strdup(program ? program : ""))) goto nomem;
     snprintf(s->python_version, sizeof s->python_version, "%s", Py_GetVersion());
     char *space = strchr(s->python_version, ' ');
     if (space) *space = 0;
-    if (!getcwd(s->cwd, sizeof s->cwd)) s->cwd[0] = 0;
-    if (s->outfile && s->outfile[0] != '/' && s->cwd[0]) {
-        /* the program may chdir before the report is written */
-        char *abs = malloc(strlen(s->cwd) + strlen(s->outfile) + 2);
-        if (!abs) goto nomem;
-        sprintf(abs, "%s/%s", s->cwd, s->outfile);
-        free(s->outfile);
-        s->outfile = abs;
-        s->opts.outfile = abs;
+    s->cwd = getcwd(NULL, 0);
+    if (!s->cwd && !(s->cwd = strdup(""))) goto nomem;
+    if (opts->outfile) {
+        /* The program may chdir before the report is written: a relative
+         * name is joined to the current directory, unless that would pass
+         * the system's path limit (then it stays relative). */
+        bool relative = opts->outfile[0] != '/' && s->cwd[0] &&
+                        strlen(s->cwd) + 1 + strlen(opts->outfile) < PATH_MAX;
+        size_t len = strlen(opts->outfile) + (relative ? strlen(s->cwd) + 1 : 0) + 1;
+        if (!(s->outfile = malloc(len))) goto nomem;
+        snprintf(s->outfile, len, "%s%s%s", relative ? s->cwd : "", relative ? "/" : "",
+                 opts->outfile);
+        s->opts.outfile = s->outfile;
     }
+    size_t viewer_len = strlen(sonde_ext_pkg_dir) + sizeof "/viewer";
+    if (!(s->viewer_dir = malloc(viewer_len))) goto nomem;
+    snprintf(s->viewer_dir, viewer_len, "%s/viewer", sonde_ext_pkg_dir);
 
     if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir)) < 0) goto nomem;
     memset(&s->sampler, 0, sizeof s->sampler);

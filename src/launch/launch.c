@@ -26,9 +26,11 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
             return -e;
         }
         if (S_ISDIR(st.st_mode)) {
-            char main_py[4096];
-            snprintf(main_py, sizeof main_py, "%s/__main__.py", prog->script);
-            if (access(main_py, R_OK) != 0) {
+            sonde_buf_t main_py = SONDE_BUF_INIT;
+            sonde_buf_printf(&main_py, "%s/__main__.py", prog->script);
+            bool readable = !sonde_buf_error(&main_py) && access(main_py.data, R_OK) == 0;
+            sonde_buf_free(&main_py);
+            if (!readable) {
                 snprintf(err, err_len, "cannot run '%s': it is a directory without __main__.py",
                          prog->script);
                 return -EISDIR;
@@ -56,36 +58,23 @@ static int launch_setenv(const char *name, const char *value)
     return setenv(name, value, 1) == 0 ? 0 : -errno;
 }
 
-/* Whether a `run` asks for memory profiling: its option tokens parsed
- * again (on copies: the parser splits lists in place). */
-static bool launch_wants_memory(const char *mode, char *const *tokens, int n_tokens)
-{
-    char *copies[256];
-    int n = n_tokens < 256 ? n_tokens : 256;
-    bool memory = false;
-    if (strcmp(mode, "run") != 0) return false;
-    for (int i = 0; i < n; i++) copies[i] = strdup(tokens[i]);
-    sonde_run_opts_t opts;
-    sonde_run_opts_default(&opts);
-    bool copied = true;
-    for (int i = 0; i < n; i++) copied = copied && copies[i];
-    if (copied && sonde_run_opts_parse(&opts, n, copies, false, NULL, 0) == 0) memory = opts.memory;
-    for (int i = 0; i < n; i++) free(copies[i]);
-    return memory;
-}
-
 /* --memory: the allocator shim goes first on LD_PRELOAD, and the user's
  * value travels to the boot hook, which puts it back. Returns 0 or -errno
  * with a message in err. */
 static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
 {
-    sonde_buf_t preload = SONDE_BUF_INIT;
-    char shim[4200];
+    sonde_buf_t preload = SONDE_BUF_INIT, shim_path = SONDE_BUF_INIT;
     int rc = 0;
-    snprintf(shim, sizeof shim, "%s/" SONDE_SHIM_NAME, pkg_dir);
+    sonde_buf_printf(&shim_path, "%s/" SONDE_SHIM_NAME, pkg_dir);
+    if (sonde_buf_error(&shim_path)) {
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    const char *shim = shim_path.data;
     if (access(shim, R_OK) != 0) {
         snprintf(err, err_len, "--memory needs the allocator shim %s, which is missing; run 'make'",
                  shim);
+        sonde_buf_free(&shim_path);
         return -ENOENT;
     }
     if (strpbrk(shim, ": \t")) {
@@ -93,6 +82,7 @@ static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
                  "--memory cannot preload the allocator shim from '%s': LD_PRELOAD paths may not "
                  "contain ':' or spaces; move the sonde build elsewhere",
                  shim);
+        sonde_buf_free(&shim_path);
         return -EINVAL;
     }
     const char *orig = getenv("LD_PRELOAD");
@@ -110,59 +100,48 @@ static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
         snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
     }
     sonde_buf_free(&preload);
+    sonde_buf_free(&shim_path);
     return rc;
 }
 
 int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
-                      const sonde_program_t *prog, char *const *tokens, int n_tokens,
+                      const sonde_program_t *prog, const char *options, bool preload_shim,
                       char *err, size_t err_len)
 {
-    sonde_buf_t joined = SONDE_BUF_INIT, paths = SONDE_BUF_INIT, pypath = SONDE_BUF_INIT;
+    sonde_buf_t paths = SONDE_BUF_INIT, pypath = SONDE_BUF_INIT, program = SONDE_BUF_INIT;
     char **argv = NULL;
     int rc = 0;
 
-    for (int i = 0; i < n_tokens; i++) {
-        if (strchr(tokens[i], SONDE_TOKEN_SEP)) {
-            snprintf(err, err_len, "option '%s' contains a control character", tokens[i]);
-            rc = -EINVAL;
-            goto error;
-        }
-        if (i) sonde_buf_putc(&joined, SONDE_TOKEN_SEP);
-        sonde_buf_puts(&joined, tokens[i]);
-    }
     /* Only the _boot directory (holding sitecustomize.py) goes on the path;
      * the hook finds the package next to itself. */
     sonde_buf_printf(&paths, "%s/_boot", pkg_dir);
-    char program[4200];
     if (prog->module)
-        snprintf(program, sizeof program, "-m %s", prog->module);
+        sonde_buf_printf(&program, "-m %s", prog->module);
     else
-        snprintf(program, sizeof program, "%s", prog->script ? prog->script : "");
+        sonde_buf_puts(&program, prog->script ? prog->script : "");
     const char *orig = getenv("PYTHONPATH");
     sonde_buf_puts(&pypath, paths.data ? paths.data : "");
     if (orig && *orig) {
         sonde_buf_putc(&pypath, ':');
         sonde_buf_puts(&pypath, orig);
     }
-    if (sonde_buf_error(&joined) || sonde_buf_error(&paths) || sonde_buf_error(&pypath)) {
+    if (sonde_buf_error(&paths) || sonde_buf_error(&pypath) || sonde_buf_error(&program)) {
         rc = -ENOMEM;
         snprintf(err, err_len, "out of memory");
         goto error;
     }
     if ((rc = launch_setenv(SONDE_ENV_HAD_PYPATH, orig ? "1" : "0")) ||
         (rc = launch_setenv(SONDE_ENV_PYTHONPATH, orig ? orig : "")) ||
-        (rc = launch_setenv(SONDE_ENV_OPTIONS, joined.data ? joined.data : "")) ||
+        (rc = launch_setenv(SONDE_ENV_OPTIONS, options ? options : "")) ||
         (rc = launch_setenv(SONDE_ENV_BOOT_PATHS, paths.data)) ||
-        (rc = launch_setenv(SONDE_ENV_PROGRAM, program)) ||
+        (rc = launch_setenv(SONDE_ENV_PROGRAM, program.data ? program.data : "")) ||
         (rc = launch_setenv(SONDE_ENV_MODE, mode)) ||
         (rc = launch_setenv("PYTHONPATH", pypath.data))) {
         snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
         goto error;
     }
 
-    if (launch_wants_memory(mode, tokens, n_tokens) &&
-        (rc = launch_preload_shim(pkg_dir, err, err_len)) < 0)
-        goto error;
+    if (preload_shim && (rc = launch_preload_shim(pkg_dir, err, err_len)) < 0) goto error;
 
     int n = prog->module ? prog->argc + 2 : prog->argc + 1;
     argv = calloc((size_t)n + 1, sizeof *argv);
@@ -187,8 +166,8 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
     snprintf(err, err_len, "cannot start the interpreter '%s': %s", python, strerror(errno));
 error:
     free(argv);
-    sonde_buf_free(&joined);
     sonde_buf_free(&paths);
     sonde_buf_free(&pypath);
+    sonde_buf_free(&program);
     return rc;
 }

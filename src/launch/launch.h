@@ -6,14 +6,18 @@
  * package's _boot directory first on PYTHONPATH so that the interpreter
  * imports sonde's sitecustomize hook at start-up; the hook (src/ext/boot.c)
  * puts the environment back exactly as it was and starts profiling before
- * the program's first line runs. The options travel in SONDE_RUN_OPTIONS.
+ * the program's first line runs. The options travel in SONDE_RUN_OPTIONS,
+ * already parsed: `run` hands over its parsed options (sonde_run_opts_encode),
+ * `trace` its option words as netstrings (netstring.h). No fixed-size
+ * buffer on this path: arguments and paths of any length the system
+ * accepts go through.
  */
 #ifndef SONDE_LAUNCH_H
 #define SONDE_LAUNCH_H
 
 #include "options.h"
 
-#define SONDE_ENV_OPTIONS     "SONDE_RUN_OPTIONS"     /* option tokens, \x1f-separated */
+#define SONDE_ENV_OPTIONS     "SONDE_RUN_OPTIONS"     /* the mode's options, encoded */
 #define SONDE_ENV_BOOT_PATHS  "SONDE_BOOT_PATHS"      /* entries we put on PYTHONPATH, ':'-separated */
 #define SONDE_ENV_PYTHONPATH  "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
 #define SONDE_ENV_HAD_PYPATH  "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
@@ -22,13 +26,12 @@
 #define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD"  /* "1" if LD_PRELOAD was set (--memory) */
 #define SONDE_ENV_PRELOAD     "SONDE_ORIG_LD_PRELOAD" /* the user's LD_PRELOAD (--memory) */
 #define SONDE_SHIM_NAME       "libsonde_shim.so"      /* the allocator shim, in the package */
-#define SONDE_TOKEN_SEP '\x1f'
 
 /* What to run: a script or a module, and its arguments. */
 typedef struct sonde_program {
     const char *script; /* path, or NULL */
     const char *module; /* module name, or NULL */
-    char **argv;        /* the program's argv; argv[0] is the script or (for a
+    char *const *argv;  /* the program's argv; argv[0] is the script or (for a
                            module) ignored */
     int argc;
 } sonde_program_t;
@@ -41,15 +44,14 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
                        size_t err_len);
 
 /* Replaces the process with the interpreter running the program under the
- * given mode ("run" or "trace"; the boot hook dispatches on it). A "run"
- * whose tokens ask for --memory also puts the package's allocator shim
- * first on LD_PRELOAD (the boot hook restores the user's LD_PRELOAD). python is
- * the interpreter to run; pkg_dir the directory of the sonde package
- * (holding _boot/). tokens[0..n_tokens-1] are the mode's option words,
- * handed over unchanged and parsed again at boot. Returns only on failure:
- * -errno with a message in err. */
+ * given mode ("run" or "trace"; the boot hook dispatches on it). options
+ * is the mode's encoded options (see above), handed over as they are.
+ * preload_shim (run --memory) puts the package's allocator shim first on
+ * LD_PRELOAD (the boot hook restores the user's LD_PRELOAD). python is the
+ * interpreter to run; pkg_dir the directory of the sonde package (holding
+ * _boot/). Returns only on failure: -errno with a message in err. */
 int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
-                      const sonde_program_t *prog, char *const *tokens, int n_tokens,
+                      const sonde_program_t *prog, const char *options, bool preload_shim,
                       char *err, size_t err_len);
 
 #endif

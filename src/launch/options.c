@@ -1,14 +1,29 @@
-/* options.c — parser for the options of `sonde run` (see options.h).
+/* options.c — the options of `sonde run` (see options.h).
  *
- * Owns: sonde_run_opts_parse and the usage text. Called by the CLI
- * (src/cli/) and by the extension's boot (src/ext/boot.c). No signal or
- * hook context.
+ * Owns: sonde_run_opts_parse, the hand-over encoding (encode/decode) and
+ * the usage text. Called by the CLI (src/cli/run.c), by the extension for
+ * sonde.start() (src/ext/module.c) and, to decode the hand-over, by its
+ * boot (src/ext/boot.c). The parser reads argv without changing it;
+ * patterns and decoded strings are copied into storage the options own.
+ * Each option's value is checked by one setter, shared by the parser and
+ * the decoder. No signal or hook context.
  */
 #include "options.h"
 
+#include "../core/buf.h"
+#include "netstring.h"
+#include "../report/report.h"
+
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One owned string (a pattern, a decoded value). */
+struct sonde_run_opts_string {
+    struct sonde_run_opts_string *next;
+    char text[];
+};
 
 const char sonde_run_usage[] =
     "usage: sonde run [options] script.py [args ...]\n"
@@ -32,7 +47,8 @@ const char sonde_run_usage[] =
     "                             time (default 1)\n"
     "  --all-lines                report every line of every profiled file\n"
     "  --stacks                   also record the Python call stack of every\n"
-    "                             sample (for flame graphs in the JSON/HTML report)\n"
+    "                             sample (flame graphs in the JSON and HTML\n"
+    "                             reports; the svg, folded and speedscope formats)\n"
     "  --memory                   also profile memory: per line, how much it\n"
     "                             allocated (Python objects vs native), its\n"
     "                             footprint over time, likely leaks, and how\n"
@@ -45,16 +61,23 @@ const char sonde_run_usage[] =
     "                             and its driver are present)\n"
     "  -v, --verbose              say on stderr at start what is profiled and why\n"
     "                             something is not (no GPU, ...)\n"
-    "  --json                     write the report as JSON (docs/json-format.md)\n"
-    "  --html                     write the report as one self-contained HTML page\n"
-    "                             (to --outfile, default profile.html)\n"
-    "  -o, --outfile FILE         write the report to FILE (written atomically)\n"
-    "                             instead of standard error\n"
+    "  -f, --format FORMAT        the report's format: text (the default), json\n"
+    "                             (docs/json-format.md), html (one self-contained\n"
+    "                             page; default file profile.html), and, drawn\n"
+    "                             from call stacks (which they turn on): svg (a\n"
+    "                             flame graph), folded, speedscope\n"
+    "  --json, --html             the same as --format json, --format html\n"
+    "  -o, --output FILE          write the report to FILE (written atomically)\n"
+    "                             instead of standard error; without --format,\n"
+    "                             its ending picks the format (.txt .json .html\n"
+    "                             .svg .folded .collapsed .speedscope.json);\n"
+    "                             --outfile is the same option\n"
     "  -h, --help                 show this help\n"
     "\n"
     "Time spent in files that are not profiled is charged to the nearest\n"
     "calling line of a profiled file. The colour report is used only on a\n"
     "terminal and never when NO_COLOR is set.\n";
+
 
 void sonde_run_opts_default(sonde_run_opts_t *opts)
 {
@@ -65,11 +88,44 @@ void sonde_run_opts_default(sonde_run_opts_t *opts)
     opts->gpu = -1;
 }
 
-static int opts_error(char *err, size_t err_len, const char *fmt, const char *arg)
+void sonde_run_opts_free(sonde_run_opts_t *opts)
 {
-    if (err && err_len) snprintf(err, err_len, fmt, arg ? arg : "");
+    struct sonde_run_opts_string *s = opts->owned;
+    while (s) {
+        struct sonde_run_opts_string *next = s->next;
+        free(s);
+        s = next;
+    }
+    opts->owned = NULL;
+}
+
+/* A copy of text[0..len-1] that opts owns; NULL when out of memory. */
+static char *opts_own(sonde_run_opts_t *opts, const char *text, size_t len)
+{
+    struct sonde_run_opts_string *s = malloc(sizeof *s + len + 1);
+    if (!s) return NULL;
+    memcpy(s->text, text, len);
+    s->text[len] = 0;
+    s->next = opts->owned;
+    opts->owned = s;
+    return s->text;
+}
+
+static int opts_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int opts_error(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
     return -EINVAL;
 }
+
+/* ---- one setter per value (the parser's and the decoder's) -------------------- */
 
 /* Parses a non-negative finite number; returns 0 or -EINVAL. */
 static int opts_number(const char *text, double *out)
@@ -83,9 +139,25 @@ static int opts_number(const char *text, double *out)
     return 0;
 }
 
-/* Parses a byte count with an optional K, M or G suffix (powers of 1024)
- * within the memory threshold's bounds. Returns 0 or -EINVAL. */
-static int opts_bytes(const char *text, uint64_t *out)
+static int opts_set_interval(sonde_run_opts_t *opts, const char *text)
+{
+    double v = 0;
+    if (opts_number(text, &v) || v < 0.0001 || v > 10) return -EINVAL;
+    opts->interval_sec = v;
+    return 0;
+}
+
+static int opts_set_threshold(sonde_run_opts_t *opts, const char *text)
+{
+    double v = 0;
+    if (opts_number(text, &v) || v > 100) return -EINVAL;
+    opts->cpu_percent_threshold = v;
+    return 0;
+}
+
+/* A byte count with an optional K, M or G suffix (powers of 1024) within
+ * the memory threshold's bounds. Returns 0 or -EINVAL. */
+static int opts_set_malloc_threshold(sonde_run_opts_t *opts, const char *text)
 {
     if (!text || !*text || *text == '-') return -EINVAL;
     char *end = NULL;
@@ -100,132 +172,327 @@ static int opts_bytes(const char *text, uint64_t *out)
     if (*end || v > (SONDE_MAX_MALLOC_THRESHOLD >> shift)) return -EINVAL;
     v <<= shift;
     if (v < SONDE_MIN_MALLOC_THRESHOLD) return -EINVAL;
-    *out = v;
+    opts->malloc_threshold = v;
     return 0;
 }
 
-/* Splits a comma list into patterns (in place). Returns 0 or -EINVAL. */
-static int opts_patterns(char *list, const char **out, int *count)
+/* Adds the patterns of a comma list (empty items skipped), as owned
+ * copies. Returns 0, -EINVAL (none, or too many) or -ENOMEM. */
+static int opts_add_patterns(sonde_run_opts_t *opts, const char *list, const char **out,
+                             int *count)
 {
-    char *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!*tok) continue;
-        if (*count >= SONDE_MAX_PATTERNS) return -EINVAL;
-        out[(*count)++] = tok;
+    int before = *count;
+    for (const char *p = list ? list : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > 0) {
+            if (*count >= SONDE_MAX_PATTERNS) return -EINVAL;
+            const char *copy = opts_own(opts, p, n);
+            if (!copy) return -ENOMEM;
+            out[(*count)++] = copy;
+        }
+        p += n;
+        if (*p == ',') p++;
     }
-    return *count > 0 ? 0 : -EINVAL;
+    return *count > before ? 0 : -EINVAL;
 }
 
-/* If argv[*i] is `--name VALUE` or `--name=VALUE`, stores VALUE and
- * advances *i. Returns 1 matched, 0 not this option, -EINVAL missing value. */
-static int opts_valued(int argc, char **argv, int *i, const char *name,
-                       const char *short_name, char **value)
+static int opts_set_format(sonde_run_opts_t *opts, const char *name)
+{
+    const sonde_format_t *format = sonde_format_named(name);
+    if (!format) return -EINVAL;
+    opts->format = format;
+    return 0;
+}
+
+/* ---- the parser ------------------------------------------------------------------ */
+
+/* If argv[*i] is one of the spellings of a valued option (`--name VALUE`,
+ * `--name=VALUE` for the long names in longs, `-x VALUE` for short_name),
+ * stores VALUE and advances *i. Returns 1 matched, 0 not this option,
+ * -EINVAL missing value. */
+static int opts_valued(int argc, char *const *argv, int *i, const char *const *longs,
+                       const char *short_name, const char **value)
 {
     const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strcmp(arg, name) == 0 || (short_name && strcmp(arg, short_name) == 0)) {
-        if (*i + 1 >= argc) return -EINVAL;
-        *value = argv[++*i];
-        return 1;
+    bool separate = short_name && strcmp(arg, short_name) == 0;
+    for (const char *const *name = longs; !separate && *name; name++) {
+        size_t n = strlen(*name);
+        if (strcmp(arg, *name) == 0) separate = true;
+        if (strncmp(arg, *name, n) == 0 && arg[n] == '=') {
+            *value = arg + n + 1;
+            return 1;
+        }
     }
-    if (strncmp(arg, name, n) == 0 && arg[n] == '=') {
-        *value = (char *)arg + n + 1;
-        return 1;
+    if (!separate) return 0;
+    if (*i + 1 >= argc) return -EINVAL;
+    *value = argv[++*i];
+    return 1;
+}
+
+/* Records a format choice (--format NAME, --json, --html); a second choice
+ * naming another format is an error. */
+static int opts_choose_format(sonde_run_opts_t *opts, const char *name, const char *word,
+                              const char **chosen_by, char *err, size_t err_len)
+{
+    const sonde_format_t *before = opts->format;
+    if (opts_set_format(opts, name) < 0) {
+        char names[256];
+        sonde_format_list(names, sizeof names, false);
+        return opts_error(err, err_len, "unknown format '%s' (%s)", name, names);
+    }
+    if (before && before != opts->format)
+        return opts_error(err, err_len, "%s and %s ask for different formats (%s, %s); give one",
+                          *chosen_by, word, before->name, opts->format->name);
+    *chosen_by = word;
+    return 0;
+}
+
+/* After the options: the format from the output's name when none was
+ * given, stacks for the formats drawn from them, the format's own file
+ * when no output was named. */
+static void opts_settle_format(sonde_run_opts_t *opts)
+{
+    if (!opts->format && opts->outfile) opts->format = sonde_format_of_path(opts->outfile);
+    if (!opts->format) opts->format = sonde_format_default();
+    if (opts->format->needs_stacks) opts->stacks = true;
+    if (!opts->outfile) opts->outfile = opts->format->default_file;
+}
+
+static const char *const opts_interval[] = {"--interval", NULL};
+static const char *const opts_threshold[] = {"--cpu-percent-threshold", NULL};
+static const char *const opts_malloc[] = {"--malloc-threshold", NULL};
+static const char *const opts_only[] = {"--profile-only", NULL};
+static const char *const opts_exclude[] = {"--profile-exclude", NULL};
+static const char *const opts_format[] = {"--format", NULL};
+static const char *const opts_output[] = {"--output", "--outfile", NULL};
+
+/* --profile-only / --profile-exclude with its value (found: opts_valued's
+ * result). Returns 0 or -errno with the message in err. */
+static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *value, bool only,
+                                char *err, size_t err_len)
+{
+    int rc = found;
+    if (rc > 0)
+        rc = only ? opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only)
+                  : opts_add_patterns(opts, value, opts->profile_exclude,
+                                      &opts->n_profile_exclude);
+    if (rc == -ENOMEM) {
+        opts_error(err, err_len, "out of memory");
+        return rc;
+    }
+    if (rc < 0)
+        return opts_error(err, err_len, "%s needs a comma-separated list of at most %d patterns",
+                          only ? opts_only[0] : opts_exclude[0], SONDE_MAX_PATTERNS);
+    return 0;
+}
+
+/* Handles one option word at argv[*i] (not "--", not -m, not the program).
+ * Returns 0 or -errno with the message in err. */
+static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
+                    const char **format_word, char *err, size_t err_len)
+{
+    const char *arg = argv[*i];
+    const char *value = NULL;
+    int rc;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) opts->help = true;
+    else if (strcmp(arg, "--virtual-time") == 0) opts->virtual_time = true;
+    else if (strcmp(arg, "--profile-all") == 0) opts->profile_all = true;
+    else if (strcmp(arg, "--all-lines") == 0) opts->all_lines = true;
+    else if (strcmp(arg, "--stacks") == 0) opts->stacks = true;
+    else if (strcmp(arg, "--memory") == 0) opts->memory = true;
+    else if (strcmp(arg, "--gpu") == 0) opts->gpu = 1;
+    else if (strcmp(arg, "--no-gpu") == 0) opts->gpu = 0;
+    else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) opts->verbose = true;
+    else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--html") == 0)
+        return opts_choose_format(opts, arg + 2, arg, format_word, err, err_len);
+    else if ((rc = opts_valued(argc, argv, i, opts_format, "-f", &value)) != 0) {
+        if (rc < 0) return opts_error(err, err_len, "--format needs a format name");
+        return opts_choose_format(opts, value, arg, format_word, err, err_len);
+    } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
+        if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
+            return opts_error(err, err_len,
+                              "--malloc-threshold needs a byte count between 64K and 1G, got '%s'",
+                              value ? value : "");
+    } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
+        if (rc < 0 || opts_set_interval(opts, value) < 0)
+            return opts_error(
+                err, err_len,
+                "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
+                value ? value : "");
+    } else if ((rc = opts_valued(argc, argv, i, opts_threshold, NULL, &value)) != 0) {
+        if (rc < 0 || opts_set_threshold(opts, value) < 0)
+            return opts_error(
+                err, err_len,
+                "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
+                value ? value : "");
+    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
+        return opts_patterns_option(opts, rc, value, true, err, err_len);
+    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
+        return opts_patterns_option(opts, rc, value, false, err, err_len);
+    } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
+        if (rc < 0 || !*value) return opts_error(err, err_len, "--output needs a file name");
+        opts->outfile = value;
+    } else {
+        return opts_error(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
     }
     return 0;
 }
 
-int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char **argv,
+int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv,
                          bool need_program, char *err, size_t err_len)
 {
+    const char *format_word = NULL;
     int i = 0;
     for (; i < argc; i++) {
-        char *arg = argv[i];
-        char *value = NULL;
-        int rc;
+        const char *arg = argv[i];
         if (strcmp(arg, "--") == 0) {
             i++;
             break;
         }
         if (arg[0] != '-' || arg[1] == 0) break; /* the script */
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            opts->help = true;
-            continue;
-        }
-        if (strcmp(arg, "-m") == 0 || (strncmp(arg, "-m", 2) == 0 && arg[2])) {
+        if (strncmp(arg, "-m", 2) == 0) {
             if (!need_program) return opts_error(err, err_len, "unexpected option '%s'", arg);
             opts->n_option_tokens = i;
             if (arg[2]) {
                 opts->module = arg + 2;
             } else {
-                if (i + 1 >= argc) return opts_error(err, err_len, "option -m needs a module name%s", "");
+                if (i + 1 >= argc) return opts_error(err, err_len, "option -m needs a module name");
                 opts->module = argv[++i];
             }
             /* prog_argv[0] is the module name; the rest are its arguments */
             opts->prog_argv = argv + i;
             opts->prog_argc = argc - i;
+            opts_settle_format(opts);
             return 0;
         }
-        if (strcmp(arg, "--virtual-time") == 0) { opts->virtual_time = true; continue; }
-        if (strcmp(arg, "--profile-all") == 0) { opts->profile_all = true; continue; }
-        if (strcmp(arg, "--all-lines") == 0) { opts->all_lines = true; continue; }
-        if (strcmp(arg, "--stacks") == 0) { opts->stacks = true; continue; }
-        if (strcmp(arg, "--json") == 0) { opts->json = true; continue; }
-        if (strcmp(arg, "--html") == 0) { opts->html = true; continue; }
-        if (strcmp(arg, "--memory") == 0) { opts->memory = true; continue; }
-        if (strcmp(arg, "--gpu") == 0) { opts->gpu = 1; continue; }
-        if (strcmp(arg, "--no-gpu") == 0) { opts->gpu = 0; continue; }
-        if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) { opts->verbose = true; continue; }
-        if ((rc = opts_valued(argc, argv, &i, "--malloc-threshold", NULL, &value)) != 0) {
-            if (rc < 0 || opts_bytes(value, &opts->malloc_threshold))
-                return opts_error(err, err_len,
-                                  "--malloc-threshold needs a byte count between 64K and 1G, got '%s'",
-                                  value);
-            continue;
-        }
-
-        if ((rc = opts_valued(argc, argv, &i, "--interval", NULL, &value)) != 0) {
-            if (rc < 0 || opts_number(value, &opts->interval_sec) || opts->interval_sec < 0.0001 ||
-                opts->interval_sec > 10)
-                return opts_error(err, err_len,
-                                  "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
-                                  value);
-            continue;
-        }
-        if ((rc = opts_valued(argc, argv, &i, "--cpu-percent-threshold", NULL, &value)) != 0) {
-            if (rc < 0 || opts_number(value, &opts->cpu_percent_threshold) ||
-                opts->cpu_percent_threshold > 100)
-                return opts_error(err, err_len,
-                                  "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
-                                  value);
-            continue;
-        }
-        if ((rc = opts_valued(argc, argv, &i, "--profile-only", NULL, &value)) != 0) {
-            if (rc < 0 || opts_patterns(value, opts->profile_only, &opts->n_profile_only))
-                return opts_error(err, err_len, "--profile-only needs a comma-separated list of patterns%s", "");
-            continue;
-        }
-        if ((rc = opts_valued(argc, argv, &i, "--profile-exclude", NULL, &value)) != 0) {
-            if (rc < 0 || opts_patterns(value, opts->profile_exclude, &opts->n_profile_exclude))
-                return opts_error(err, err_len, "--profile-exclude needs a comma-separated list of patterns%s", "");
-            continue;
-        }
-        if ((rc = opts_valued(argc, argv, &i, "--outfile", "-o", &value)) != 0) {
-            if (rc < 0 || !value || !*value)
-                return opts_error(err, err_len, "--outfile needs a file name%s", "");
-            opts->outfile = value;
-            continue;
-        }
-        return opts_error(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
+        int rc = opts_one(opts, argc, argv, &i, &format_word, err, err_len);
+        if (rc < 0) return rc;
     }
     opts->n_option_tokens = i;
-    if (opts->json && opts->html)
-        return opts_error(err, err_len, "--json and --html exclude each other%s", "");
-    if (opts->html && !opts->outfile) opts->outfile = "profile.html";
+    opts_settle_format(opts);
     if (!need_program || opts->help) return 0;
-    if (i >= argc) return opts_error(err, err_len, "no program given: sonde run [options] script.py [args] (see 'sonde run --help')", NULL);
+    if (i >= argc)
+        return opts_error(err, err_len,
+                          "no program given: sonde run [options] script.py [args] (see 'sonde run "
+                          "--help')");
     opts->script = argv[i];
     opts->prog_argv = argv + i;
     opts->prog_argc = argc - i;
+    return 0;
+}
+
+/* ---- the hand-over ----------------------------------------------------------------- */
+
+static void enc_field(sonde_buf_t *out, const char *key, const char *value)
+{
+    sonde_netstring_put(out, key, strlen(key));
+    sonde_netstring_put(out, value, strlen(value));
+}
+
+static void enc_number(sonde_buf_t *out, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void enc_number(sonde_buf_t *out, const char *key, const char *fmt, ...)
+{
+    char text[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    enc_field(out, key, text);
+}
+
+void sonde_run_opts_encode(const sonde_run_opts_t *opts, sonde_buf_t *out)
+{
+    enc_number(out, "interval", "%.17g", opts->interval_sec);
+    enc_number(out, "virtual_time", "%d", opts->virtual_time);
+    enc_number(out, "profile_all", "%d", opts->profile_all);
+    for (int k = 0; k < opts->n_profile_only; k++)
+        enc_field(out, "profile_only", opts->profile_only[k]);
+    for (int k = 0; k < opts->n_profile_exclude; k++)
+        enc_field(out, "profile_exclude", opts->profile_exclude[k]);
+    enc_number(out, "cpu_percent_threshold", "%.17g", opts->cpu_percent_threshold);
+    enc_number(out, "all_lines", "%d", opts->all_lines);
+    enc_number(out, "stacks", "%d", opts->stacks);
+    enc_number(out, "memory", "%d", opts->memory);
+    enc_number(out, "malloc_threshold", "%llu", (unsigned long long)opts->malloc_threshold);
+    enc_number(out, "gpu", "%d", opts->gpu);
+    enc_number(out, "verbose", "%d", opts->verbose);
+    enc_field(out, "format", opts->format ? opts->format->name : sonde_format_default()->name);
+    if (opts->outfile) enc_field(out, "outfile", opts->outfile);
+}
+
+/* Reads one netstring at *p (before end) into an owned copy. Returns 0 or
+ * -EINVAL / -ENOMEM. */
+static int dec_netstring(sonde_run_opts_t *opts, const char **p, const char *end, char **text)
+{
+    const char *item = NULL;
+    size_t len = 0;
+    if (sonde_netstring_next(p, end, &item, &len) < 0 || memchr(item, 0, len)) return -EINVAL;
+    return (*text = opts_own(opts, item, len)) ? 0 : -ENOMEM;
+}
+
+/* A flag's value: "0" or "1". */
+static int dec_flag(const char *text, bool *out)
+{
+    if (strcmp(text, "0") != 0 && strcmp(text, "1") != 0) return -EINVAL;
+    *out = text[0] == '1';
+    return 0;
+}
+
+/* Applies one decoded field. Returns 0, -EINVAL or -ENOMEM. */
+static int dec_field(sonde_run_opts_t *opts, const char *key, const char *value)
+{
+    if (strcmp(key, "interval") == 0) return opts_set_interval(opts, value);
+    if (strcmp(key, "virtual_time") == 0) return dec_flag(value, &opts->virtual_time);
+    if (strcmp(key, "profile_all") == 0) return dec_flag(value, &opts->profile_all);
+    if (strcmp(key, "profile_only") == 0 || strcmp(key, "profile_exclude") == 0) {
+        bool only = strcmp(key, "profile_only") == 0;
+        if (!*value || strchr(value, ',')) return -EINVAL; /* one pattern per field */
+        return only ? opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only)
+                    : opts_add_patterns(opts, value, opts->profile_exclude,
+                                        &opts->n_profile_exclude);
+    }
+    if (strcmp(key, "cpu_percent_threshold") == 0) return opts_set_threshold(opts, value);
+    if (strcmp(key, "all_lines") == 0) return dec_flag(value, &opts->all_lines);
+    if (strcmp(key, "stacks") == 0) return dec_flag(value, &opts->stacks);
+    if (strcmp(key, "memory") == 0) return dec_flag(value, &opts->memory);
+    if (strcmp(key, "malloc_threshold") == 0) return opts_set_malloc_threshold(opts, value);
+    if (strcmp(key, "gpu") == 0) {
+        if (strcmp(value, "-1") != 0 && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+            return -EINVAL;
+        opts->gpu = (int8_t)atoi(value);
+        return 0;
+    }
+    if (strcmp(key, "verbose") == 0) return dec_flag(value, &opts->verbose);
+    if (strcmp(key, "format") == 0) return opts_set_format(opts, value);
+    if (strcmp(key, "outfile") == 0) {
+        if (!*value) return -EINVAL;
+        opts->outfile = value;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int sonde_run_opts_decode(sonde_run_opts_t *opts, const char *text, char *err, size_t err_len)
+{
+    const char *p = text ? text : "", *end = p + strlen(p);
+    sonde_run_opts_default(opts);
+    while (p < end) {
+        char *key = NULL, *value = NULL;
+        int rc = dec_netstring(opts, &p, end, &key);
+        if (rc == 0) rc = dec_netstring(opts, &p, end, &value);
+        if (rc == 0) rc = dec_field(opts, key, value);
+        if (rc == -ENOMEM) {
+            opts_error(err, err_len, "out of memory");
+            return rc;
+        }
+        if (rc < 0)
+            return opts_error(err, err_len,
+                              "the options handed over by the sonde command cannot be read%s%s%s "
+                              "(a command and a package from different builds?)",
+                              key ? " (at '" : "", key ? key : "", key ? "')" : "");
+    }
+    if (!opts->format) opts->format = sonde_format_default();
     return 0;
 }

@@ -1,10 +1,14 @@
 /* options.h — the options of `sonde run`, parsed once for every entry.
  *
- * Owns: sonde_run_opts_t and its parser. The command-line tool parses the
- * user's arguments with it; the extension module parses the same tokens
- * again at boot, when the launcher hands them over in the environment, and
- * for `python3 -m sonde run ...`. Plain C, no libpython, no printing: errors
- * come back as a message in the caller's buffer.
+ * Owns: sonde_run_opts_t, its parser and its hand-over encoding. The
+ * command (`sonde run`, `python3 -m sonde run`) parses the user's words
+ * once; the launcher reads the parsed struct (--memory) and hands it to the
+ * interpreter encoded in one environment variable, which the boot decodes
+ * (src/ext/boot.c). sonde.start() turns its keywords into the same option
+ * words and parses them with the same code, so it accepts and refuses the
+ * same values with the same messages. The parser never modifies its input.
+ * Plain C, no libpython, no printing: errors come back as a message in the
+ * caller's buffer.
  */
 #ifndef SONDE_OPTIONS_H
 #define SONDE_OPTIONS_H
@@ -18,47 +22,78 @@
 #define SONDE_MIN_MALLOC_THRESHOLD (64ull << 10)
 #define SONDE_MAX_MALLOC_THRESHOLD (1ull << 30)
 
+struct sonde_format;
+struct sonde_buf;
+struct sonde_run_opts_string; /* private to options.c */
+
 typedef struct sonde_run_opts {
     double interval_sec;          /* sampling interval (--interval), > 0 */
     bool virtual_time;            /* --virtual-time: CPU time only */
     bool profile_all;             /* --profile-all */
-    const char *profile_only[SONDE_MAX_PATTERNS];    /* borrowed from argv */
+    const char *profile_only[SONDE_MAX_PATTERNS];    /* in owned storage */
     int n_profile_only;
-    const char *profile_exclude[SONDE_MAX_PATTERNS]; /* borrowed from argv */
+    const char *profile_exclude[SONDE_MAX_PATTERNS]; /* in owned storage */
     int n_profile_exclude;
     double cpu_percent_threshold; /* --cpu-percent-threshold */
     bool all_lines;               /* --all-lines */
-    bool stacks;                  /* --stacks: keep the call stack of each sample */
+    bool stacks;                  /* --stacks, or a format drawn from stacks:
+                                     keep the call stack of each sample */
     bool memory;                  /* --memory: also profile memory (allocator shim) */
     uint64_t malloc_threshold;    /* --malloc-threshold: bytes of net allocation
                                      change per memory sample */
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU
                                      figures when a GPU is present */
     bool verbose;                 /* -v/--verbose: diagnostics on stderr at start */
-    bool json;                    /* --json */
-    bool html;                    /* --html: a self-contained HTML report */
-    const char *outfile;          /* -o/--outfile, borrowed; NULL = stderr */
+    /* The report's format (src/report/format.c): --format, --json, --html,
+     * else the output file's ending, else text. Never NULL after a
+     * successful parse or decode. */
+    const struct sonde_format *format;
+    const char *outfile;          /* -o/--output (alias --outfile), borrowed from
+                                     argv or owned; NULL = stderr */
     bool help;                    /* -h/--help was given */
     /* What to run: exactly one of script and module after a successful parse
      * (unless help). argv of the program: prog_argv[0..prog_argc-1] with
      * prog_argv[0] the script path or the module name. Borrowed. */
     const char *script;
     const char *module;
-    char **prog_argv;
+    char *const *prog_argv;
     int prog_argc;
     int n_option_tokens;          /* argv tokens that were sonde's options */
+    struct sonde_run_opts_string *owned; /* owned: the copies the fields above
+                                            may point into (sonde_run_opts_free) */
 } sonde_run_opts_t;
 
+/* Fills opts with the defaults (format NULL until a parse or decode). */
 void sonde_run_opts_default(sonde_run_opts_t *opts);
+/* Frees what opts owns (pattern copies, decoded strings); opts keeps its
+ * flags and numbers. Idempotent. */
+void sonde_run_opts_free(sonde_run_opts_t *opts);
 
-/* Parses `argv[0..argc-1]` (the words after `run`). When need_program is
- * false, parsing stops at the end of the options and no script is
- * required (the boot path: the program is already in sys.argv).
- * Returns 0, or -EINVAL with a one-line message in err (no "sonde: "
- * prefix, no newline). Pattern lists split on ',' in place: the argv
- * strings are modified. */
-int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char **argv,
+/* Parses `argv[0..argc-1]` (the words after `run`) into opts, which must
+ * have been set by sonde_run_opts_default. When need_program is false,
+ * parsing stops at the end of the options and no script is required
+ * (sonde.start(): the program is already running). argv is not modified;
+ * opts borrows from it (outfile, script, prog_argv) and owns copies of the
+ * patterns. Returns 0, or -EINVAL (-ENOMEM) with a one-line message in err
+ * (no "sonde: " prefix, no newline). Call sonde_run_opts_free afterwards
+ * in every case. */
+int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv,
                          bool need_program, char *err, size_t err_len);
+
+/* The hand-over of a parsed run to the interpreter (SONDE_RUN_OPTIONS):
+ * the options as a sequence of netstrings ("<length>:<bytes>,"), key then
+ * value, in this order: interval, virtual_time, profile_all, profile_only
+ * (once per pattern), profile_exclude (once per pattern),
+ * cpu_percent_threshold, all_lines, stacks, memory, malloc_threshold, gpu,
+ * verbose, format, outfile (only when set). Numbers in C's "%.17g" / "%llu"
+ * / "%d", flags "0" or "1". Any byte but NUL may appear in a value.
+ * Appends to out (check sonde_buf_error). */
+void sonde_run_opts_encode(const sonde_run_opts_t *opts, struct sonde_buf *out);
+/* Reads what sonde_run_opts_encode wrote into opts (defaults first),
+ * owning copies of every string. Returns 0, or -EINVAL (malformed or
+ * unknown key: a launcher from another sonde) / -ENOMEM with a message in
+ * err. Call sonde_run_opts_free afterwards in every case. */
+int sonde_run_opts_decode(sonde_run_opts_t *opts, const char *text, char *err, size_t err_len);
 
 /* The usage text of `sonde run`. */
 extern const char sonde_run_usage[];

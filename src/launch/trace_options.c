@@ -61,7 +61,7 @@ static size_t topts_long(const char *arg, const char *name)
 /* An option taking a value: `-x VALUE`, `-xVALUE`, `--name VALUE`,
  * `--name=VALUE` (or a prefix of --name). Returns 1 matched, 0 not this
  * option, -EINVAL value missing. */
-static int topts_valued(int argc, char **argv, int *i, char short_name, const char *long_name,
+static int topts_valued(int argc, char *const *argv, int *i, char short_name, const char *long_name,
                         const char **value)
 {
     const char *arg = argv[*i];
@@ -92,7 +92,7 @@ static bool topts_valid_sort(const char *key)
     return false;
 }
 
-int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char **argv, bool need_program,
+int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv, bool need_program,
                            char *err, size_t err_len)
 {
     memset(opts, 0, sizeof *opts);

@@ -4,9 +4,11 @@
  * `python3 -m cProfile` accepts: [-o OUTFILE] [-s SORT] (script | -m module)
  * with optparse's spellings (-oFILE, --outfile=FILE, unique prefixes of the
  * long names) and options ending at the program. The command-line tool
- * parses the user's words with it; the extension's boot parses the same
- * option words again. Plain C, no libpython, no printing: errors come back
- * as a message in the caller's buffer.
+ * parses the user's words with it to check them; the launcher hands the
+ * option words over as netstrings and the tracer's boot reads its options
+ * from them with the same parser. The parser never modifies argv and
+ * copies nothing (values are borrowed). Plain C, no libpython, no
+ * printing: errors come back as a message in the caller's buffer.
  */
 #ifndef SONDE_TRACE_OPTIONS_H
 #define SONDE_TRACE_OPTIONS_H
@@ -25,7 +27,7 @@ typedef struct sonde_trace_opts {
      * path or the module name. Borrowed from argv. */
     const char *script;
     const char *module;
-    char **prog_argv;
+    char *const *prog_argv;
     int prog_argc;
     int n_option_tokens; /* argv words that were options (argv[0..n-1]) */
 } sonde_trace_opts_t;
@@ -36,9 +38,9 @@ extern const char *const sonde_trace_sort_choices[];
 
 /* Parses argv[0..argc-1] (the words after `trace`). When need_program is
  * false (the boot: the program already runs), every word must be an
- * option. Returns 0, or -EINVAL with a one-line message in err (no
+ * option. argv is not modified. Returns 0, or -EINVAL with a one-line message in err (no
  * "sonde: " prefix). */
-int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char **argv, bool need_program,
+int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv, bool need_program,
                            char *err, size_t err_len);
 
 /* The usage text of `sonde trace`. */

@@ -96,4 +96,54 @@ int sonde_report_flamegraph(const sonde_profile_t *prof, sonde_buf_t *out);
  * thread (one for the program when stacks are merged). */
 int sonde_report_speedscope(const sonde_profile_t *prof, sonde_buf_t *out);
 
+/* ---- the format registry (format.c) -------------------------------------
+ * One table of every format; every command picks from it (by --format, or
+ * by the output file's name) and writes through sonde_report_emit. A new
+ * format is its writer file plus one entry in format.c's table. */
+
+/* What a writer may need besides the profile. */
+typedef struct sonde_report_ctx {
+    sonde_text_opts_t text; /* the terminal report's options (sonde_report_ctx_init) */
+    const char *viewer_dir; /* html: <package>/viewer, borrowed; NULL: html fails */
+} sonde_report_ctx_t;
+
+typedef struct sonde_format {
+    const char *name;              /* as --format takes it */
+    const char *const *aliases;    /* other names --format takes; NULL-terminated */
+    const char *const *extensions; /* file name endings that choose it (matched
+                                      without case, longest first); NULL-terminated */
+    const char *default_file;      /* written there when no output is named
+                                      (html: profile.html); NULL: the command's stream */
+    bool needs_stacks;             /* drawn from call stacks: a command that
+                                      picks it records them */
+    /* Appends the report to out. Returns 0 or -errno. */
+    int (*write)(const sonde_profile_t *prof, const struct sonde_report_ctx *ctx,
+                 sonde_buf_t *out);
+} sonde_format_t;
+
+extern const sonde_format_t sonde_formats[];
+extern const size_t sonde_n_formats;
+
+/* The format when nothing says otherwise (text). */
+const sonde_format_t *sonde_format_default(void);
+/* The format called name (or one of its aliases); NULL when none is. */
+const sonde_format_t *sonde_format_named(const char *name);
+/* The format path's ending asks for (".svg", ".speedscope.json", ...);
+ * NULL when it names none. */
+const sonde_format_t *sonde_format_of_path(const char *path);
+/* Writes "text, json, ..." (the names, or with extensions the file name
+ * endings) into buf for messages and help; cut to len. */
+void sonde_format_list(char *buf, size_t len, bool extensions);
+
+/* The one colour and width decision: fills ctx with the defaults and, when
+ * the report goes to fd (>= 0; -1 for a file), that terminal's width (else
+ * $COLUMNS) and colour (a terminal, NO_COLOR unset, TERM not dumb). */
+void sonde_report_ctx_init(sonde_report_ctx_t *ctx, int fd);
+
+/* Renders prof in format and writes it to path (sonde_write_output) or,
+ * when path is NULL, to fd. Returns 0 or -errno; *what names the step that
+ * failed ("build the report", "write the report"). */
+int sonde_report_emit(const sonde_format_t *format, const sonde_profile_t *prof,
+                      const sonde_report_ctx_t *ctx, const char *path, int fd, const char **what);
+
 #endif

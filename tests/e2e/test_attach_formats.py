@@ -90,3 +90,17 @@ def test_attach_output_formats(env):
     check("%s: " % script in text and "hot" in text, "text report misses the file: %r" % text[:500])
     return "%d SVG frames, %d folded stacks, %d speedscope frames" % (
         len(frames), len(stacks), len(doc["shared"]["frames"]))
+
+
+def test_attach_html_and_output_alias(env):
+    """attach reaches the registry's html entry by -o's ending, under the
+    --outfile alias of --output."""
+    script = program("hot.py")
+    page = os.path.join(env.tmp, "attach.html")
+    with Target(env, script) as target:
+        proc = env.run_sonde(["attach", str(target.pid), "-d", "0.3", "--outfile", page])
+    sonde_ok(proc, "attach --outfile x.html")
+    check("html written to %s" % page in proc.stderr, "summary: %r" % proc.stderr)
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check(text.startswith("<!DOCTYPE html>") and script in text, "not an HTML report of %s" % script)

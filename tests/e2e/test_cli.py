@@ -21,7 +21,8 @@ def test_help_and_version(env):
     run = env.run_sonde(["run", "--help"])
     check(run.returncode == 0, run.stderr)
     for opt in ("--interval", "--virtual-time", "--profile-all", "--profile-only", "--profile-exclude",
-                "--cpu-percent-threshold", "--all-lines", "--json", "--outfile", "-m"):
+                "--cpu-percent-threshold", "--all-lines", "--json", "--html", "--format", "--output",
+                "--outfile", "-m", "svg", "folded", "speedscope", ".speedscope.json"):
         check(opt in run.stdout, "run --help does not document %s" % opt)
     ver = env.run_sonde(["--version"])
     check(ver.returncode == 0 and ver.stdout.startswith("sonde "), ver.stdout)
@@ -61,3 +62,21 @@ def test_unwritable_outfile(env):
               "the program ran although the report could not be written")
     leftovers = [f for f in os.listdir(env.tmp) if f not in ("ok.py",)]
     check(not leftovers, "files left behind: %s" % leftovers)
+
+
+def test_output_option_in_every_command(env):
+    """-o/--output is the output option of run, attach, record and view
+    (--outfile an alias); every help says so, and view refuses a name the
+    format registry gives to another format."""
+    for command in ("run", "attach", "view"):
+        proc = env.run_sonde([command, "--help"])
+        check(proc.returncode == 0 and "-o, --output" in proc.stdout and "--outfile" in proc.stdout,
+              "%s --help does not document -o, --output: %r" % (command, proc.stdout))
+    good = env.write("good.json", '{"files": {}}\n')
+    page = os.path.join(env.tmp, "page.html")
+    proc = env.run_sonde(["view", good, "--output", page])
+    check(proc.returncode == 0 and os.path.isfile(page), "view --output: %s" % proc.stderr)
+    svg = os.path.join(env.tmp, "page.svg")
+    _one_line_error(env.run_sonde(["view", good, "-o", svg]), "HTML report only", "svg")
+    check(not os.path.exists(svg), "view wrote %s" % svg)
+    _one_line_error(env.run_sonde(["record", "--format", "png", "--", "true"]), "unknown format 'png'")

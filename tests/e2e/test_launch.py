@@ -271,3 +271,56 @@ def test_os_exit_keeps_profile(env):
     check(busy and busy["n_samples"] >= 10, "busy line: %r" % busy)
     leftovers = [f for f in os.listdir(env.tmp) if f.startswith(".") or f.endswith(".tmp")]
     check(not leftovers, "temporary files left: %s" % leftovers)
+
+
+ARGV_PROBE = r'''
+import hashlib, sys
+arg = sys.argv[1]
+print(len(arg), hashlib.sha256(arg.encode("utf-8", "surrogateescape")).hexdigest())
+'''
+
+
+def _long_path(base, total, name_len=200, suffix=".json"):
+    """A path of exactly `total` characters under base: nested directories
+    of name_len characters (each under NAME_MAX), then a file ending in
+    suffix. Creates the directories."""
+    path = base
+    k = 0
+    while total - len(path) > name_len + 1 + 64:
+        path = os.path.join(path, ("d%d-" % k).ljust(name_len, "x"))
+        k += 1
+    os.makedirs(path)
+    rest = total - len(path) - 1
+    return os.path.join(path, "r" * (rest - len(suffix)) + suffix)
+
+
+def test_long_outfile_path_and_argument(env):
+    """Paths and arguments of any length the system accepts go through: a
+    4,000-character output path gets the report at exactly that path
+    (nothing written under a shortened name), and a 100,000-character
+    argument reaches the program's sys.argv unchanged."""
+    import hashlib
+    script = env.write("argv.py", ARGV_PROBE)
+    out = _long_path(os.path.join(env.tmp, "deep"), 4000)
+    check(len(out) == 4000 and max(len(p) for p in out.split("/")) < 255, "bad test path")
+    arg = "".join("abc,:; \x1f=%d" % i for i in range(20000))[:100000]
+    check(len(arg) == 100000, "bad test argument")
+    proc = env.run_sonde(["run", "-o", out, script, arg])
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-2000:]))
+    want = "%d %s\n" % (len(arg), hashlib.sha256(arg.encode()).hexdigest())
+    check(proc.stdout == want, "argument changed on the way: %r, wanted %r" % (proc.stdout, want))
+    check(os.path.isfile(out), "no report at the 4,000-character path")
+    with open(out, encoding="utf-8") as f:
+        prof = json.load(f)  # the ending picks JSON
+    check(prof["program"] == script and prof["args"] == [arg],
+          "report of another run: %r %d" % (prof["program"], len(prof["args"])))
+    leftovers = os.listdir(os.path.dirname(out))
+    check(leftovers == [os.path.basename(out)], "other files beside the report: %r"
+          % [name[:20] for name in leftovers])
+    # The 1,031-character case of the bug report, with --outfile and --json.
+    short = _long_path(os.path.join(env.tmp, "b"), 1031, name_len=250)
+    proc = env.run_sonde(["run", "--json", "--outfile", short, script, "x"])
+    check(proc.returncode == 0 and os.path.isfile(short), "1,031-character path: %s"
+          % proc.stderr[-500:])
+    check(os.listdir(os.path.dirname(short)) == [os.path.basename(short)],
+          "report written under another name: %r" % os.listdir(os.path.dirname(short)))

@@ -117,3 +117,104 @@ def test_html_report(env):
     check("<script src=" not in text and "<link " not in text, "the page loads something from outside")
     bad = env.run_sonde(["run", "--html", "--json", script])
     check(bad.returncode != 0 and bad.stderr.startswith("sonde: "), "--html --json accepted")
+
+
+STACKPROG = """\
+import time
+def leaf(s):
+    end = time.perf_counter() + s
+    while time.perf_counter() < end: pass
+def middle(s):
+    leaf(s)
+middle(0.4)
+"""
+
+
+def _leaf_share(stacks):
+    from attach_support import folded_share
+    return folded_share(stacks, lambda func, file, line: func == "leaf")
+
+
+def test_run_writes_every_format(env):
+    """`sonde run` reaches every format of the registry: by --format, by
+    -o's ending, with --stacks or without it (the stack formats turn call
+    stacks on themselves)."""
+    from attach_support import parse_folded, parse_speedscope, parse_svg, speedscope_names
+    script = env.write("stacks.py", STACKPROG)
+    svg = os.path.join(env.tmp, "flame.svg")
+    proc = env.run_sonde(["run", "--stacks", "-o", svg, script])
+    check(proc.returncode == 0, proc.stderr)
+    frames = parse_svg(svg)
+    leaf = [f for f in frames if f[0].startswith("leaf (%s:" % script)]
+    check(frames and frames[0][0] == "all" and leaf, "no leaf() in the SVG: %r" % frames[:5])
+    check(sum(s for _, s, _ in leaf) >= 0.8 * frames[0][1], "leaf() under 80 %% of the SVG")
+
+    folded_out = os.path.join(env.tmp, "stacks.out")  # an ending that names no format
+    proc = env.run_sonde(["run", "--format", "folded", "-o", folded_out, script])
+    check(proc.returncode == 0, proc.stderr)
+    with open(folded_out, encoding="utf-8") as f:
+        stacks = parse_folded(f.read())
+    check(_leaf_share(stacks) >= 80, "leaf() share of folded stacks: %r" % stacks[:3])
+
+    proc = env.run_sonde(["run", "-f", "collapsed", script])  # to stderr, after the program
+    check(proc.returncode == 0 and _leaf_share(parse_folded(proc.stderr)) >= 80,
+          "folded stacks on stderr: %r" % proc.stderr[:300])
+
+    speedscope = os.path.join(env.tmp, "p.speedscope.json")
+    proc = env.run_sonde(["run", "-o", speedscope, script])
+    check(proc.returncode == 0, proc.stderr)
+    doc = parse_speedscope(speedscope)
+    names = [n for p in doc["profiles"] for n in speedscope_names(doc, p)]
+    check(any(stack[-3:] == ["<module>", "middle", "leaf"] for stack in names),
+          "no <module> > middle > leaf stack in speedscope: %r" % names[:3])
+
+    as_json = os.path.join(env.tmp, "by-ending.json")
+    proc = env.run_sonde(["run", "-o", as_json, script])
+    with open(as_json, encoding="utf-8") as f:
+        check("files" in json.load(f), "-o x.json did not write the JSON report")
+    page = os.path.join(env.tmp, "by-ending.html")
+    proc = env.run_sonde(["run", "--output", page, script])
+    with open(page, encoding="utf-8") as f:
+        check(f.read(15) == "<!DOCTYPE html>", "-o x.html did not write the HTML report")
+
+    bad = env.run_sonde(["run", "--format", "png", script])
+    check(bad.returncode == 2 and bad.stderr.strip() ==
+          "sonde: unknown format 'png' (text, json, html, folded, svg, speedscope)", bad.stderr)
+    bad = env.run_sonde(["run", "--json", "-f", "svg", script])
+    check(bad.returncode == 2 and "--json and -f ask for different formats" in bad.stderr, bad.stderr)
+
+
+def test_start_checks_options_as_the_command_does(env):
+    """sonde.start() goes through the command's option parser: the same
+    values are refused with the same message, and format= / outfile's
+    ending reach the same writers."""
+    from attach_support import parse_folded
+    script = env.write("ok.py", "pass\n")
+    folded_out = os.path.join(env.tmp, "api.folded")
+    api = env.write("api.py", """\
+        import sonde, time
+        for kw in (dict(interval=20), dict(cpu_percent_threshold=101),
+                   dict(malloc_threshold=1024), dict(format="png"), dict(json=True, format="svg")):
+            try:
+                sonde.start(**kw)
+            except ValueError as e:
+                print(e)
+        def leaf(s):
+            end = time.perf_counter() + s
+            while time.perf_counter() < end: pass
+        with sonde.profile(outfile=%r):
+            leaf(0.4)
+        """ % folded_out)
+    proc = env.run_python([api], env={"PYTHONPATH": env.lib})
+    check(proc.returncode == 0, proc.stderr)
+    cli_words = (["--interval", "20"], ["--cpu-percent-threshold", "101"],
+                 ["--malloc-threshold", "1024"], ["--format", "png"], ["--json", "--format", "svg"])
+    api_lines = proc.stdout.splitlines()
+    check(len(api_lines) == len(cli_words), "start() accepted a bad value: %r" % api_lines)
+    for words, api_line in zip(cli_words, api_lines):
+        cli = env.run_sonde(["run"] + words + [script])
+        check(cli.returncode == 2, "sonde run %s: exit %d" % (words, cli.returncode))
+        check(cli.stderr.strip() == api_line, "messages differ:\n cli: %r\n api: %r"
+              % (cli.stderr.strip(), api_line))
+    with open(folded_out, encoding="utf-8") as f:
+        check(_leaf_share(parse_folded(f.read())) >= 80, "start(outfile='x.folded') wrote no stacks")

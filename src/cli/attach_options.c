@@ -1,0 +1,186 @@
+/* attach_options.c — the command lines of `sonde attach`, `record`, `dump`.
+ *
+ * Owns: sonde_attach_args_parse, a pure parser (no printing, no file
+ * system, argv left as it is) so that tests/unit/test_attach_options.c can
+ * check every option and message. Formats come from the registry
+ * (src/report/format.c): --format NAME, else -o's ending. Called by
+ * attach.c on the command's main thread; no signal context.
+ */
+#include "attach_cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int aopts_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int aopts_error(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+static bool aopts_pid(const char *text, pid_t *pid)
+{
+    char *end = NULL;
+    long value = strtol(text, &end, 10);
+    if (!text[0] || *end || value <= 0 || value > (1L << 22)) return false;
+    *pid = (pid_t)value;
+    return true;
+}
+
+static bool aopts_number(const char *text, double *value)
+{
+    char *end = NULL;
+    *value = strtod(text, &end);
+    return text[0] && !*end && *value == *value;
+}
+
+/* Whether option word `word` is `name` (or "name=..."), its alias, or its
+ * short form; *eq points at the '=' of the "=" form. */
+static bool aopts_is(const char *word, const char *name, const char *alias, const char *short_name,
+                     const char **eq)
+{
+    *eq = NULL;
+    if (short_name && strcmp(word, short_name) == 0) return true;
+    for (int k = 0; k < 2; k++) {
+        const char *n = k ? alias : name;
+        size_t len = n ? strlen(n) : 0;
+        if (!n || strncmp(word, n, len) != 0 || (word[len] && word[len] != '=')) continue;
+        if (word[len] == '=') *eq = word + len;
+        return true;
+    }
+    return false;
+}
+
+/* The value of option argv[*i] ("--rate 5" or "--rate=5"). Returns NULL
+ * when it is missing. */
+static const char *aopts_value(int argc, char *const *argv, int *i, const char *eq)
+{
+    if (eq) return eq + 1;
+    if (*i + 1 >= argc) return NULL;
+    return argv[++*i];
+}
+
+/* One option word of attach or record at argv[*i]. Returns 0 or -EINVAL
+ * with the message in err. */
+static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int *i,
+                     sonde_attach_args_t *args, char *err, size_t err_len)
+{
+    const char *w = argv[*i], *eq = NULL, *value = NULL;
+    if (aopts_is(w, "--rate", NULL, "-r", &eq)) {
+        if (!(value = aopts_value(argc, argv, i, eq)))
+            return aopts_error(err, err_len, "option %s needs a value", w);
+        if (!aopts_number(value, &args->opts.rate_hz) || args->opts.rate_hz < 1 ||
+            args->opts.rate_hz > SONDE_ATTACH_MAX_RATE)
+            return aopts_error(err, err_len,
+                               "--rate must be a number of samples per second from 1 to %.0f, "
+                               "not '%s'",
+                               SONDE_ATTACH_MAX_RATE, value);
+    } else if (aopts_is(w, "--duration", NULL, "-d", &eq)) {
+        if (!(value = aopts_value(argc, argv, i, eq)))
+            return aopts_error(err, err_len, "option %s needs a value", w);
+        if (!aopts_number(value, &args->opts.duration_sec) || args->opts.duration_sec <= 0 ||
+            args->opts.duration_sec > 1e7)
+            return aopts_error(err, err_len,
+                               "--duration must be a positive number of seconds, not '%s'", value);
+    } else if (aopts_is(w, "--output", "--outfile", "-o", &eq)) {
+        if (!(args->outfile = aopts_value(argc, argv, i, eq)) || !args->outfile[0])
+            return aopts_error(err, err_len, "option %s needs a file name", w);
+    } else if (aopts_is(w, "--format", NULL, "-f", &eq)) {
+        if (!(value = aopts_value(argc, argv, i, eq)))
+            return aopts_error(err, err_len, "option %s needs a value", w);
+        if (!(args->format = sonde_format_named(value))) {
+            char names[256];
+            sonde_format_list(names, sizeof names, false);
+            return aopts_error(err, err_len, "unknown format '%s' (%s)", value, names);
+        }
+    } else if (strcmp(w, "--threads") == 0) {
+        args->opts.per_thread = true;
+    } else if (strcmp(w, "--idle") == 0) {
+        args->opts.idle = true;
+    } else if (strcmp(w, "--gil") == 0) {
+        args->opts.gil_only = true;
+    } else if (strcmp(w, "--subprocesses") == 0) {
+        args->opts.subprocesses = true;
+    } else {
+        return aopts_error(err, err_len, "unknown option '%s' (see 'sonde %s --help')", w,
+                           mode == SONDE_ATTACH_MODE_RECORD ? "record" : "attach");
+    }
+    return 0;
+}
+
+/* After the words: the process or the command, and the format. */
+static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, int i,
+                        const char *pid_word, sonde_attach_args_t *args, char *err,
+                        size_t err_len)
+{
+    if (mode == SONDE_ATTACH_MODE_RECORD) {
+        if (i >= argc)
+            return aopts_error(err, err_len,
+                               "record needs a command to run, e.g. 'sonde record -o out.svg -- "
+                               "python3 app.py'");
+        args->command = argv + i;
+    } else {
+        const char *what = mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach";
+        if (!pid_word && i < argc) pid_word = argv[i++]; /* after "--" */
+        if (!pid_word)
+            return aopts_error(err, err_len, "%s needs the id of a process, e.g. 'sonde %s 4242'",
+                               what, what);
+        if (i < argc)
+            return aopts_error(err, err_len, "%s takes one process id, not '%s'", what, argv[i]);
+        if (!aopts_pid(pid_word, &args->pid))
+            return aopts_error(err, err_len, "'%s' is not a process id", pid_word);
+    }
+    if (args->outfile && !args->format && !(args->format = sonde_format_of_path(args->outfile))) {
+        char endings[256];
+        sonde_format_list(endings, sizeof endings, true);
+        return aopts_error(err, err_len,
+                           "cannot tell the format from the name '%s'; use an extension (%s) or "
+                           "--format",
+                           args->outfile, endings);
+    }
+    if (!args->format) args->format = sonde_format_default();
+    return 0;
+}
+
+int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *argv,
+                            sonde_attach_args_t *args, char *err, size_t err_len)
+{
+    const char *pid_word = NULL; /* attach, dump: options may follow the pid */
+    int i = 0;
+    memset(args, 0, sizeof *args);
+    sonde_attach_opts_default(&args->opts);
+    for (; i < argc; i++) {
+        const char *w = argv[i];
+        if (strcmp(w, "--") == 0) {
+            i++;
+            break;
+        }
+        if (w[0] != '-' || !w[1]) {
+            if (mode == SONDE_ATTACH_MODE_RECORD) break;
+            if (pid_word)
+                return aopts_error(err, err_len, "%s takes one process id, not '%s'",
+                                   mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", w);
+            pid_word = w;
+            continue;
+        }
+        if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
+            args->help = true;
+            return 0;
+        }
+        if (mode == SONDE_ATTACH_MODE_DUMP)
+            return aopts_error(err, err_len,
+                               "unknown option '%s' for dump (see 'sonde dump --help')", w);
+        int rc = aopts_one(mode, argc, argv, &i, args, err, err_len);
+        if (rc < 0) return rc;
+    }
+    return aopts_settle(mode, argc, argv, i, pid_word, args, err, err_len);
+}

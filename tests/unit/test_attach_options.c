@@ -1,0 +1,165 @@
+/* test_attach_options.c — unit tests of the command lines of `sonde
+ * attach`, `record` and `dump` (src/cli/attach_options.c).
+ *
+ * Every option in its spellings (short, long, --long=VALUE, the --outfile
+ * alias), options after the pid, "--", the format from --format or from
+ * -o's ending through the registry, and each error with its message.
+ */
+#include "cli/attach_cli.h"
+
+#include "check.h"
+
+#include <stdarg.h>
+
+static int parse(sonde_attach_mode_t mode, sonde_attach_args_t *a, char *err, size_t len,
+                 int argc, ...)
+{
+    static char *argv[32];
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 0; i < argc; i++) argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    err[0] = 0;
+    return sonde_attach_args_parse(mode, argc, argv, a, err, len);
+}
+
+static void test_attach_spellings(void)
+{
+    sonde_attach_args_t a;
+    char err[512];
+    int rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 1, "4242");
+    check(rc == 0 && a.pid == 4242 && a.opts.rate_hz == 100 && a.opts.duration_sec == 0 &&
+              !a.outfile && a.format == sonde_format_named("text") && !a.opts.per_thread &&
+              !a.opts.idle && !a.opts.gil_only && !a.opts.subprocesses,
+          "aopts_defaults", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 10, "-r", "250", "-d", "1.5", "42",
+               "--threads", "--idle", "--gil", "--subprocesses", "-ff.folded");
+    check(rc == -EINVAL && strstr(err, "unknown option '-ff.folded'"), "aopts_no_attached_short",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 9, "-r", "250", "-d", "1.5", "42",
+               "--threads", "--idle", "--gil", "--subprocesses");
+    check(rc == 0 && a.opts.rate_hz == 250 && a.opts.duration_sec == 1.5 && a.pid == 42 &&
+              a.opts.per_thread && a.opts.idle && a.opts.gil_only && a.opts.subprocesses,
+          "aopts_short_and_flags_after_pid", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 4, "--rate=10", "--duration=2",
+               "--format=speedscope", "7");
+    check(rc == 0 && a.opts.rate_hz == 10 && a.opts.duration_sec == 2 &&
+              a.format == sonde_format_named("speedscope"),
+          "aopts_equals_forms", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "--output", "x.svg", "7");
+    check(rc == 0 && strcmp(a.outfile, "x.svg") == 0 && a.format == sonde_format_named("svg"),
+          "aopts_output_picks_svg", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--outfile=p.speedscope.json",
+               "7");
+    check(rc == 0 && a.format == sonde_format_named("speedscope"),
+          "aopts_outfile_alias_longest_ending", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-o", "P.JSON", "7");
+    check(rc == 0 && a.format == sonde_format_named("json"), "aopts_ending_any_case",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-o", "page.html", "7");
+    check(rc == 0 && a.format == sonde_format_named("html"), "aopts_html_from_registry",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "-f", "collapsed", "-o",
+               "out.txt", "7");
+    check(rc == 0 && a.format == sonde_format_named("folded"), "aopts_format_beats_ending",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-f", "flamegraph", "7");
+    check(rc == 0 && a.format == sonde_format_named("svg"), "aopts_alias_flamegraph",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--", "99");
+    check(rc == 0 && a.pid == 99, "aopts_pid_after_double_dash", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--help", "--bogus");
+    check(rc == 0 && a.help, "aopts_help_first", "rc %d err %s", rc, err);
+}
+
+static void test_attach_errors(void)
+{
+    sonde_attach_args_t a;
+    char err[512];
+    static const struct {
+        const char *name, *words[4], *message;
+        int n;
+    } cases[] = {
+        {"aopts_err_rate_range", {"-r", "0", "1"}, "--rate must be a number of samples per "
+                                                   "second from 1 to 10000, not '0'", 3},
+        {"aopts_err_rate_text", {"--rate=fast", "1"}, "not 'fast'", 2},
+        {"aopts_err_duration", {"-d", "-1", "1"}, "--duration must be a positive number of "
+                                                  "seconds, not '-1'", 3},
+        {"aopts_err_missing_value", {"1", "--rate"}, "option --rate needs a value", 2},
+        {"aopts_err_missing_output", {"1", "-o"}, "option -o needs a file name", 2},
+        {"aopts_err_format", {"-f", "png", "1"}, "unknown format 'png' (text, json, html, "
+                                                 "folded, svg, speedscope)", 3},
+        {"aopts_err_ending", {"-o", "out.prof", "1"}, "cannot tell the format from the name "
+                                                      "'out.prof'", 3},
+        {"aopts_err_unknown", {"--bogus", "1"}, "unknown option '--bogus' (see 'sonde attach "
+                                                "--help')", 2},
+        {"aopts_err_no_pid", {"-r", "5"}, "attach needs the id of a process", 2},
+        {"aopts_err_two_pids", {"1", "2"}, "attach takes one process id, not '2'", 2},
+        {"aopts_err_not_pid", {"12x"}, "'12x' is not a process id", 1},
+        {"aopts_err_pid_zero", {"0"}, "'0' is not a process id", 1},
+    };
+    for (size_t k = 0; k < SONDE_ARRAY_LEN(cases); k++) {
+        char *words[4];
+        for (int i = 0; i < cases[k].n; i++) words[i] = (char *)cases[k].words[i];
+        err[0] = 0;
+        int rc = sonde_attach_args_parse(SONDE_ATTACH_MODE_ATTACH, cases[k].n, words, &a, err,
+                                         sizeof err);
+        check(rc == -EINVAL && strstr(err, cases[k].message), cases[k].name, "rc %d err %s", rc,
+              err);
+    }
+    int rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-o", "out.prof", "1");
+    check(rc < 0 && strstr(err, ".svg") && strstr(err, ".speedscope.json") && strstr(err, ".html"),
+          "aopts_err_ending_lists_registry", "err %s", err);
+}
+
+static void test_record_and_dump(void)
+{
+    sonde_attach_args_t a;
+    char err[512];
+    int rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 6, "-o", "x.folded", "--",
+                   "python3", "-o", "app.py");
+    check(rc == 0 && a.format == sonde_format_named("folded") &&
+              strcmp(a.command[0], "python3") == 0 && strcmp(a.command[1], "-o") == 0 &&
+              strcmp(a.command[2], "app.py") == 0,
+          "aopts_record_command_after_dash", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 3, "--gil", "python3", "--gil");
+    check(rc == 0 && a.opts.gil_only && strcmp(a.command[0], "python3") == 0 &&
+              strcmp(a.command[1], "--gil") == 0,
+          "aopts_record_command_without_dash", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 1, "--gil");
+    check(rc == -EINVAL && strstr(err, "record needs a command"), "aopts_record_no_command",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 2, "--bogus", "python3");
+    check(rc == -EINVAL && strstr(err, "see 'sonde record --help'"), "aopts_record_unknown",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 1, "314");
+    check(rc == 0 && a.pid == 314, "aopts_dump_pid", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 2, "-r", "314");
+    check(rc == -EINVAL && strstr(err, "unknown option '-r' for dump"), "aopts_dump_no_options",
+          "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 0);
+    check(rc == -EINVAL && strstr(err, "dump needs the id of a process"), "aopts_dump_no_pid",
+          "rc %d err %s", rc, err);
+}
+
+/* The parser reads its words without changing them. */
+static void test_input_untouched(void)
+{
+    sonde_attach_args_t a;
+    char err[512];
+    char w0[] = "--rate=50", w1[] = "-o", w2[] = "a,b.svg", w3[] = "--", w4[] = "123";
+    char *argv[] = {w0, w1, w2, w3, w4};
+    int rc = sonde_attach_args_parse(SONDE_ATTACH_MODE_ATTACH, 5, argv, &a, err, sizeof err);
+    check(rc == 0 && strcmp(w0, "--rate=50") == 0 && strcmp(w2, "a,b.svg") == 0 &&
+              strcmp(w4, "123") == 0 && a.outfile == w2,
+          "aopts_input_untouched", "rc %d err %s", rc, err);
+}
+
+int main(void)
+{
+    test_attach_spellings();
+    test_attach_errors();
+    test_record_and_dump();
+    test_input_untouched();
+    return check_exit_code();
+}
