@@ -25,11 +25,19 @@ $(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
 endif
 
 SONDE_DEBUG ?= 0
+# WERROR=1 turns every warning into an error (CI builds so, with gcc and clang).
+WERROR   ?= 0
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CFLAGS   ?= -O2 -g
 ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE \
             -DSONDE_DEBUG=$(SONDE_DEBUG) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
+# gcc or clang (`make CC=clang`): the one flag they spell differently is the
+# shim's "never turn a loop into a memcpy/memset call" (see SHIM_CFLAGS).
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
 LDLIBS   := -lpthread -lm -ldl
 
 # Parts only the command links: `sonde view` checks JSON files with cJSON
@@ -79,9 +87,14 @@ all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNI
 $(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
 # Hooks: static TLS, and no loop may be turned into a call to the memcpy
 # or memset it implements or runs under.
-$(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec -fno-tree-loop-distribute-patterns
+ifeq ($(CC_IS_CLANG),1)
+SHIM_NO_LOOP_CALLS := -fno-builtin-memcpy -fno-builtin-memmove -fno-builtin-memset
+else
+SHIM_NO_LOOP_CALLS := -fno-tree-loop-distribute-patterns
+endif
+$(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec $(SHIM_NO_LOOP_CALLS)
 
-$(BUILD)/obj/%.o: %.c $(BUILD)/python
+$(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
 
@@ -90,6 +103,10 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/python
 $(BUILD)/python: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
+# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS).
+$(BUILD)/compiler: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALLFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS)' > $@
 FORCE:
 
 $(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
@@ -118,9 +135,13 @@ $(VIEWER_DIR)/.copied: viewer $(VIEWER)
 	cp $(VIEWER) $(VIEWER_DIR)/
 	@touch $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(CC) $(ALLFLAGS) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+# The shim's test calls malloc/free/memcpy for their side effects on the
+# hooks: the compiler must not drop an unused malloc/free pair or merge
+# repeated copies (clang does, at -O2).
+$(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 
 # The stand-in NVML of the GPU tests: tests only, never installed.
 $(FAKE_NVML): tests/gpu/fake_nvml.c

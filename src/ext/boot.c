@@ -21,22 +21,22 @@
 #include <unistd.h>
 
 /* Removes `name` from os.environ (and so from the C environment). */
-static int boot_unsetenv(PyObject *environ, const char *name)
+static int boot_unsetenv(PyObject *os_env, const char *name)
 {
     PyObject *key = PyUnicode_FromString(name);
     if (!key) return -1;
-    int has = PySequence_Contains(environ, key);
-    int rc = has > 0 ? PyObject_DelItem(environ, key) : has;
+    int has = PySequence_Contains(os_env, key);
+    int rc = has > 0 ? PyObject_DelItem(os_env, key) : has;
     Py_DECREF(key);
     unsetenv(name);
     return rc < 0 ? -1 : 0;
 }
 
-static int boot_setenv(PyObject *environ, const char *name, const char *value)
+static int boot_setenv(PyObject *os_env, const char *name, const char *value)
 {
     PyObject *key = PyUnicode_DecodeFSDefault(name);
     PyObject *val = PyUnicode_DecodeFSDefault(value);
-    int rc = (key && val) ? PyObject_SetItem(environ, key, val) : -1;
+    int rc = (key && val) ? PyObject_SetItem(os_env, key, val) : -1;
     Py_XDECREF(key);
     Py_XDECREF(val);
     return rc;
@@ -44,7 +44,7 @@ static int boot_setenv(PyObject *environ, const char *name, const char *value)
 
 /* --memory: puts the user's LD_PRELOAD back, so that the programs this
  * one starts do not load the allocator shim (it stays loaded here). */
-static int boot_restore_preload(PyObject *environ)
+static int boot_restore_preload(PyObject *os_env)
 {
     const char *had = getenv(SONDE_ENV_HAD_PRELOAD);
     if (!had) return 0;
@@ -54,11 +54,11 @@ static int boot_restore_preload(PyObject *environ)
         PyErr_NoMemory();
         return -1;
     }
-    int rc = restore ? boot_setenv(environ, "LD_PRELOAD", orig)
-                     : boot_unsetenv(environ, "LD_PRELOAD");
+    int rc = restore ? boot_setenv(os_env, "LD_PRELOAD", orig)
+                     : boot_unsetenv(os_env, "LD_PRELOAD");
     free(orig);
-    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_HAD_PRELOAD);
-    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_PRELOAD);
+    if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_HAD_PRELOAD);
+    if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_PRELOAD);
     return rc;
 }
 
@@ -67,20 +67,20 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
 {
     PyObject *os = PyImport_ImportModule("os");
     if (!os) return -1;
-    PyObject *environ = PyObject_GetAttrString(os, "environ");
+    PyObject *os_env = PyObject_GetAttrString(os, "environ");
     Py_DECREF(os);
-    if (!environ) return -1;
+    if (!os_env) return -1;
     int rc = 0;
     if (had_pypath && strcmp(had_pypath, "1") == 0)
-        rc = boot_setenv(environ, "PYTHONPATH", orig_pypath ? orig_pypath : "");
+        rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
-        rc = boot_unsetenv(environ, "PYTHONPATH");
+        rc = boot_unsetenv(os_env, "PYTHONPATH");
     const char *ours[] = {SONDE_ENV_OPTIONS, SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
                           SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM, SONDE_ENV_MODE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
-        rc = boot_unsetenv(environ, ours[i]);
-    if (rc == 0) rc = boot_restore_preload(environ);
-    Py_DECREF(environ);
+        rc = boot_unsetenv(os_env, ours[i]);
+    if (rc == 0) rc = boot_restore_preload(os_env);
+    Py_DECREF(os_env);
     return rc;
 }
 
