@@ -33,28 +33,28 @@ ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
-ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -D_GNU_SOURCE \
             -DSONDE_DEBUG=$(SONDE_DEBUG) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
 # gcc or clang (`make CC=clang`): the one flag they spell differently is the
 # shim's "never turn a loop into a memcpy/memset call" (see SHIM_CFLAGS).
 CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
 LDLIBS   := -lpthread -lm -ldl
 
-# Parts only the command links: `sonde view` checks JSON files with cJSON
-# (Debian's libcjson-dev), which the extension and the core never load.
-CMD_ONLY_SRCS := src/cli/view.c src/report/html_json.c
+# Parts of the report writers only the command links: `sonde view` checks
+# JSON files with cJSON (Debian's libcjson-dev), which the extension and the
+# core never load.
+CMD_ONLY_SRCS := src/report/html_json.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
 CMD_LDLIBS    := -lcjson
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
                  src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-# The command-line tool (a separate process; never loads libpython). Its
-# code is also linked into the extension so that `python3 -m sonde ...`
-# runs the same dispatcher; only entry.c (main) and CMD_ONLY_SRCS are the
-# command's alone.
-CLI_ENTRY := src/cli/entry.c
-CLI_SRCS  := $(sort $(filter-out $(CLI_ENTRY) $(CMD_ONLY_SRCS),$(wildcard src/cli/*.c src/attach/*.c)))
+# The command-line tool (a separate process; never loads libpython): the
+# dispatcher and the attach reader. The extension links neither;
+# `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
+# checks the module's symbols).
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(wildcard src/ext/*.c src/trace/*.c))
@@ -111,13 +111,15 @@ FORCE:
 
 $(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
 
-$(SONDE_BIN): $(BUILD)/obj/src/cli/entry.o $(CMD_ONLY_OBJS) $(CLI_OBJS) $(CORE_OBJS)
+$(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
 
-$(EXT_MOD): $(EXT_OBJS) $(CLI_OBJS) $(CORE_OBJS)
+# --gc-sections: the core parts only the command calls (another process's
+# threads, the process tree) stay out of the module.
+$(EXT_MOD): $(EXT_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(ALLFLAGS) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
 
 $(SHIM_LIB): $(SHIM_OBJS)
 	@mkdir -p $(dir $@)

@@ -1,17 +1,15 @@
 /* boot.c — the start of a `sonde run`, inside the interpreter.
  *
  * Owns: sonde_boot_gil (called by sonde/_boot/sitecustomize.py while the
- * interpreter imports `site`, before the program's first line) and
- * sonde_module_main_gil (`python3 -m sonde`). The boot undoes every trace
- * of the hand-over so that the program sees exactly what `python3 app.py`
- * would give it: the SONDE_* variables and our PYTHONPATH entries leave
+ * interpreter imports `site`, before the program's first line). The boot
+ * undoes every trace of the hand-over so that the program sees exactly
+ * what `python3 app.py` would give it: the SONDE_* variables and our PYTHONPATH entries leave
  * os.environ, the C environment and sys.path, and a sitecustomize that ours
  * shadowed is imported in its place. Then it checks the script compiles
  * and starts the session. GIL held throughout; no signal context.
  */
 #include "ext.h"
 
-#include "../cli/cli.h"
 #include "../launch/launch.h"
 #include "../trace/trace.h"
 
@@ -292,28 +290,4 @@ done:
     free(program);
     free(mode);
     return rc;
-}
-
-int sonde_module_main_gil(int argc, char **argv)
-{
-    static char python[4096];
-    PyObject *exe = PySys_GetObject("executable"); /* borrowed */
-    const char *text = exe && PyUnicode_Check(exe) ? PyUnicode_AsUTF8(exe) : NULL;
-    if (!text || !*text) {
-        PyErr_Clear();
-        text = "python3";
-    }
-    snprintf(python, sizeof python, "%s", text);
-    sonde_cli_python_override = python;
-    sonde_cli_pkg_dir_override = sonde_ext_pkg_dir;
-    /* Flush Python's buffers: a successful run replaces this process. */
-    const char *names[] = {"stdout", "stderr"};
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
-        PyObject *stream = PySys_GetObject(names[i]);
-        PyObject *res = stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL)
-                                                    : NULL;
-        if (!res) PyErr_Clear();
-        Py_XDECREF(res);
-    }
-    return sonde_cli_main(argc, argv);
 }
