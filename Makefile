@@ -46,9 +46,13 @@ LDLIBS   := -lpthread -lm -ldl
 CMD_ONLY_SRCS := src/report/html_json.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
 CMD_LDLIBS    := -lcjson
+# The tracer's writers (pstats file and cProfile's text) use no Python API:
+# they are built with the core, without Python's headers, so unit tests
+# link them.
+TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
-                 src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)))
+                 src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)) $(TRACE_PURE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # The command-line tool (a separate process; never loads libpython): the
 # dispatcher and the attach reader. The extension links neither;
@@ -57,7 +61,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
-EXT_SRCS  := $(sort $(wildcard src/ext/*.c src/trace/*.c))
+EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))
 EXT_OBJS  := $(EXT_SRCS:%.c=$(BUILD)/obj/%.o)
 # The allocator shim, preloaded by `sonde run --memory`: links neither
 # libpython nor the core, and exports only the hooked libc names and its
@@ -85,6 +89,7 @@ all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNI
      $(BUILD)/python $(FAKE_NVML)
 
 $(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
+$(TRACE_PURE_SRCS:%.c=$(BUILD)/obj/%.o): EXTRA_INC =
 # Hooks: static TLS, and no loop may be turned into a call to the memcpy
 # or memset it implements or runs under.
 ifeq ($(CC_IS_CLANG),1)
