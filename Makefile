@@ -7,6 +7,8 @@
 #   make test                 build and test against every installed CPython
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
+#   make format-check         list the files clang-format would change (fails if any)
+#   make CC=clang             build with clang; WERROR=1 turns warnings into errors
 #
 # One build directory serves one interpreter: build/bin/sonde (the command),
 # build/lib/sonde/ (the package with the extension module and _boot/, the
@@ -84,7 +86,7 @@ VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
-.PHONY: all demo test unit bench format clean
+.PHONY: all demo test unit bench format format-check clean
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(BUILD)/python $(FAKE_NVML)
 
@@ -180,6 +182,13 @@ bench: all
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Fails, listing them, when files differ from what `make format` would write.
+format-check:
+	@bad=0; for f in $$(git ls-files '*.c' '*.h'); do \
+	    clang-format "$$f" | cmp -s - "$$f" || { echo "$$f"; bad=1; }; \
+	done; \
+	if [ $$bad = 1 ]; then echo "these files differ from .clang-format; run 'make format'"; exit 1; fi
 
 clean:
 	rm -rf build

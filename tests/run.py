@@ -6,6 +6,11 @@ tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
     python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
+                         [--cc COMPILER] [--werror]
+
+--cc builds with another C compiler (`make CC=clang`) in build/test-<cc>/<name>
+(beside the default compiler's build/test/<name>); --werror builds with
+WERROR=1 (every warning an error).
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). A module-level `ONCE = True` runs the
@@ -49,11 +54,15 @@ def find_interpreters():
     return found
 
 
-def build(name, python):
-    build_dir = os.path.join("build", "test", name)
+def build(name, python, cc="", werror=False):
+    build_dir = os.path.join("build", "test-" + os.path.basename(cc) if cc else "test", name)
     t0 = time.time()
-    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "all"],
-                          cwd=ROOT, capture_output=True, text=True)
+    argv = ["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python]
+    if cc:
+        argv.append("CC=" + cc)
+    if werror:
+        argv.append("WERROR=1")
+    proc = subprocess.run(argv + ["all"], cwd=ROOT, capture_output=True, text=True)
     ok = proc.returncode == 0
     detail = (proc.stdout + proc.stderr).strip()
     return ok, os.path.join(ROOT, build_dir), detail, time.time() - t0
@@ -140,6 +149,9 @@ def main():
     ap.add_argument("-j", type=int, default=1, help="run tests of one interpreter in parallel "
                     "(accuracy tests always run alone)")
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--cc", default="", help="C compiler to build with (make CC=...), "
+                    "in build/test-<cc>/")
+    ap.add_argument("--werror", action="store_true", help="build with WERROR=1")
     args = ap.parse_args()
 
     results = Results(args.v)
@@ -156,7 +168,7 @@ def main():
 
     first = True
     for name, python, version in interps:
-        ok, build_dir, detail, secs = build(name, python)
+        ok, build_dir, detail, secs = build(name, python, args.cc, args.werror)
         results.record("build [%s]" % name, ok, detail[-2000:] if not ok else "", secs)
         if not ok:
             first = False

@@ -241,8 +241,8 @@ static void module_flush_std_streams(void)
     static const char *const names[] = {"stdout", "stderr"};
     for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
         PyObject *stream = PySys_GetObject(names[i]); /* borrowed */
-        PyObject *res = stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL)
-                                                    : NULL;
+        PyObject *res =
+            stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL) : NULL;
         if (!res) PyErr_Clear();
         Py_XDECREF(res);
     }

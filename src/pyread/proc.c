@@ -300,8 +300,7 @@ int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid)
         rc = -ENOMEM;
         goto error;
     }
-    int n =
-        sonde_maps_find_images(maps, maps_len, have_exe ? exe : NULL, images, PROC_MAX_IMAGES);
+    int n = sonde_maps_find_images(maps, maps_len, have_exe ? exe : NULL, images, PROC_MAX_IMAGES);
     rc = -ENOEXEC;
     int hinted_minor = -1;
     for (int i = 0; i < n; i++) {

@@ -99,8 +99,8 @@ static void report_order(const char *text, char *names, size_t len)
         if (!end) break;
         /* the name follows the five columns ("%9s " and four "%8.3f ") */
         const char *name = end - p > 46 ? p + 46 : end;
-        int n = snprintf(names + used, len - used, "%s%.*s", used ? "|" : "", (int)(end - name),
-                         name);
+        int n =
+            snprintf(names + used, len - used, "%s%.*s", used ? "|" : "", (int)(end - name), name);
         if (n < 0 || used + (size_t)n >= len) break;
         used += (size_t)n;
         p = end + 1;
@@ -184,32 +184,50 @@ static void test_sort_orders(const sonde_trace_stats_t *stats)
         const char *title;
         const char *order; /* the first functions listed */
     } cases[] = {
-        {{"tottime"}, 1, "internal time",
+        {{"tottime"},
+         1,
+         "internal time",
          "plain_builtin|app.py:10(fib)|{method 'append' of 'list' objects}|"
          "{built-in method builtins.len}|b.py:7(g)"},
         {{"ti"}, 1, "internal time", "plain_builtin|app.py:10(fib)"},
-        {{"calls"}, 1, "call count",
+        {{"calls"},
+         1,
+         "call count",
          "{method 'append' of 'list' objects}|app.py:10(fib)|{built-in method builtins.len}|"
          "b.py:7(g)|c.py:7(loads)"},
-        {{"pcalls"}, 1, "primitive call count",
+        {{"pcalls"},
+         1,
+         "primitive call count",
          "{method 'append' of 'list' objects}|{built-in method builtins.len}|b.py:7(g)|"
          "c.py:7(loads)|app.py:10(fib)"},
-        {{"cumu"}, 1, "cumulative time",
+        {{"cumu"},
+         1,
+         "cumulative time",
          "app.py:1(<module>)|__init__.py:299(loads)|plain_builtin|app.py:10(fib)"},
-        {{"name"}, 1, "function name",
+        {{"name"},
+         1,
+         "function name",
          "{built-in method builtins.len}|{method 'append' of 'list' objects}|app.py:1(<module>)|"
          "app.py:10(fib)|b.py:7(g)|__init__.py:299(loads)|c.py:7(loads)|zzz.py:5(never)|"
          "plain_builtin"},
-        {{"nfl"}, 1, "name/file/line",
+        {{"nfl"},
+         1,
+         "name/file/line",
          "{built-in method builtins.len}|{method 'append' of 'list' objects}|app.py:1(<module>)|"
          "app.py:10(fib)|b.py:7(g)|__init__.py:299(loads)|c.py:7(loads)"},
-        {{"file", "line"}, 2, "file name, line number",
+        {{"file", "line"},
+         2,
+         "file name, line number",
          "__init__.py:299(loads)|app.py:1(<module>)|app.py:10(fib)|b.py:7(g)|c.py:7(loads)|"
          "zzz.py:5(never)|{built-in method builtins.len}"},
-        {{"stdname"}, 1, "standard name",
+        {{"stdname"},
+         1,
+         "standard name",
          "__init__.py:299(loads)|app.py:1(<module>)|app.py:10(fib)|b.py:7(g)|c.py:7(loads)|"
          "plain_builtin|zzz.py:5(never)|{built-in method builtins.len}"},
-        {{"line", "name"}, 2, "line number, function name",
+        {{"line", "name"},
+         2,
+         "line number, function name",
          "{built-in method builtins.len}|{method 'append' of 'list' objects}|plain_builtin|"
          "app.py:1(<module>)|zzz.py:5(never)|b.py:7(g)|c.py:7(loads)|app.py:10(fib)"},
     };
@@ -307,8 +325,8 @@ static void test_against_python(const sonde_trace_stats_t *stats)
     sonde_buf_free(&file);
 
     static const char *const sorts[] = {
-        "cumulative", "tottime", "calls",    "pcalls", "name", "nfl", "stdname", "file line",
-        "line name",  "ti",      "cumu",     "module", "-1",   "0",   "1",       "2",
+        "cumulative", "tottime", "calls", "pcalls", "name", "nfl", "stdname", "file line",
+        "line name",  "ti",      "cumu",  "module", "-1",   "0",   "1",       "2",
     };
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(sorts); i++) {
         char words_text[64], name[80];
