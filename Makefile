@@ -7,6 +7,8 @@
 #   make test                 build and test against every installed CPython
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
+#   make format-check         list the files clang-format would change (fails if any)
+#   make CC=clang             build with clang; WERROR=1 turns warnings into errors
 #
 # One build directory serves one interpreter: build/bin/sonde (the command),
 # build/lib/sonde/ (the package with the extension module and _boot/, the
@@ -25,31 +27,43 @@ $(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
 endif
 
 SONDE_DEBUG ?= 0
+# WERROR=1 turns every warning into an error (CI builds so, with gcc and clang).
+WERROR   ?= 0
 WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CFLAGS   ?= -O2 -g
-ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -D_GNU_SOURCE \
             -DSONDE_DEBUG=$(SONDE_DEBUG) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
+# gcc or clang (`make CC=clang`): the one flag they spell differently is the
+# shim's "never turn a loop into a memcpy/memset call" (see SHIM_CFLAGS).
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
 LDLIBS   := -lpthread -lm -ldl
 
-# Parts only the command links: `sonde view` checks JSON files with cJSON
-# (Debian's libcjson-dev), which the extension and the core never load.
-CMD_ONLY_SRCS := src/cli/view.c src/report/html_json.c
+# Parts of the report writers only the command links: `sonde view` checks
+# JSON files with cJSON (Debian's libcjson-dev), which the extension and the
+# core never load.
+CMD_ONLY_SRCS := src/report/html_json.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
 CMD_LDLIBS    := -lcjson
+# The tracer's writers (pstats file and cProfile's text) use no Python API:
+# they are built with the core, without Python's headers, so unit tests
+# link them.
+TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
-                 src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)))
+                 src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)) $(TRACE_PURE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-# The command-line tool (a separate process; never loads libpython). Its
-# code is also linked into the extension so that `python3 -m sonde ...`
-# runs the same dispatcher; only entry.c (main) and CMD_ONLY_SRCS are the
-# command's alone.
-CLI_ENTRY := src/cli/entry.c
-CLI_SRCS  := $(sort $(filter-out $(CLI_ENTRY) $(CMD_ONLY_SRCS),$(wildcard src/cli/*.c src/attach/*.c)))
+# The command-line tool (a separate process; never loads libpython): the
+# dispatcher and the attach reader. The extension links neither;
+# `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
+# checks the module's symbols).
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
-EXT_SRCS  := $(sort $(wildcard src/ext/*.c src/trace/*.c))
+EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))
 EXT_OBJS  := $(EXT_SRCS:%.c=$(BUILD)/obj/%.o)
 # The allocator shim, preloaded by `sonde run --memory`: links neither
 # libpython nor the core, and exports only the hooked libc names and its
@@ -72,16 +86,22 @@ VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
-.PHONY: all demo test unit bench format clean
+.PHONY: all demo test unit bench format format-check clean
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(BUILD)/python $(FAKE_NVML)
 
 $(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
+$(TRACE_PURE_SRCS:%.c=$(BUILD)/obj/%.o): EXTRA_INC =
 # Hooks: static TLS, and no loop may be turned into a call to the memcpy
 # or memset it implements or runs under.
-$(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec -fno-tree-loop-distribute-patterns
+ifeq ($(CC_IS_CLANG),1)
+SHIM_NO_LOOP_CALLS := -fno-builtin-memcpy -fno-builtin-memmove -fno-builtin-memset
+else
+SHIM_NO_LOOP_CALLS := -fno-tree-loop-distribute-patterns
+endif
+$(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec $(SHIM_NO_LOOP_CALLS)
 
-$(BUILD)/obj/%.o: %.c $(BUILD)/python
+$(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
 
@@ -90,17 +110,23 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/python
 $(BUILD)/python: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
+# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS).
+$(BUILD)/compiler: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALLFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS)' > $@
 FORCE:
 
 $(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
 
-$(SONDE_BIN): $(BUILD)/obj/src/cli/entry.o $(CMD_ONLY_OBJS) $(CLI_OBJS) $(CORE_OBJS)
+$(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
 
-$(EXT_MOD): $(EXT_OBJS) $(CLI_OBJS) $(CORE_OBJS)
+# --gc-sections: the core parts only the command calls (another process's
+# threads, the process tree) stay out of the module.
+$(EXT_MOD): $(EXT_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(ALLFLAGS) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
 
 $(SHIM_LIB): $(SHIM_OBJS)
 	@mkdir -p $(dir $@)
@@ -118,9 +144,13 @@ $(VIEWER_DIR)/.copied: viewer $(VIEWER)
 	cp $(VIEWER) $(VIEWER_DIR)/
 	@touch $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(CC) $(ALLFLAGS) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+# The shim's test calls malloc/free/memcpy for their side effects on the
+# hooks: the compiler must not drop an unused malloc/free pair or merge
+# repeated copies (clang does, at -O2).
+$(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 
 # Unit tests of the command's pure parts (its option parsers) link the
 # command's objects too.
@@ -165,6 +195,13 @@ bench: all
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Fails, listing them, when files differ from what `make format` would write.
+format-check:
+	@bad=0; for f in $$(git ls-files '*.c' '*.h'); do \
+	    clang-format "$$f" | cmp -s - "$$f" || { echo "$$f"; bad=1; }; \
+	done; \
+	if [ $$bad = 1 ]; then echo "these files differ from .clang-format; run 'make format'"; exit 1; fi
 
 clean:
 	rm -rf build

@@ -1,4 +1,5 @@
-"""python3 -m sonde ...: the same command as build/bin/sonde."""
+"""python3 -m sonde ...: runs the sonde command installed beside this package
+(<prefix>/bin/sonde for <prefix>/lib/sonde) with this interpreter."""
 import sys
 from sonde._sonde import main
 sys.exit(main(sys.argv))

@@ -6,12 +6,16 @@ tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
     python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
-                         [--no-chroot]
+                         [--no-chroot] [--cc COMPILER] [--werror]
 
 Run as root with the Debian archive reachable, it also runs the whole suite
 for Debian unstable's CPython 3.13, 3.14 and 3.15 inside the chroot that
 tools/chroot.sh creates once (cached under /var/cache/sonde; one line says so
 when it is made or cannot be); the final line counts those too.
+
+--cc builds with another C compiler (`make CC=clang`) in build/test-<cc>/<name>
+(beside the default compiler's build/test/<name>); --werror builds with
+WERROR=1 (every warning an error).
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). A module-level `ONCE = True` runs the
@@ -55,11 +59,15 @@ def find_interpreters():
     return found
 
 
-def build(name, python):
-    build_dir = os.path.join("build", "test", name)
+def build(name, python, cc="", werror=False):
+    build_dir = os.path.join("build", "test-" + os.path.basename(cc) if cc else "test", name)
     t0 = time.time()
-    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "all"],
-                          cwd=ROOT, capture_output=True, text=True)
+    argv = ["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python]
+    if cc:
+        argv.append("CC=" + cc)
+    if werror:
+        argv.append("WERROR=1")
+    proc = subprocess.run(argv + ["all"], cwd=ROOT, capture_output=True, text=True)
     ok = proc.returncode == 0
     detail = (proc.stdout + proc.stderr).strip()
     return ok, os.path.join(ROOT, build_dir), detail, time.time() - t0
@@ -203,6 +211,9 @@ def main():
     ap.add_argument("--no-chroot", action="store_true",
                     help="do not test Debian unstable's interpreters in the chroot")
     ap.add_argument("--inside-chroot", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--cc", default="", help="C compiler to build with (make CC=...), "
+                    "in build/test-<cc>/")
+    ap.add_argument("--werror", action="store_true", help="build with WERROR=1")
     args = ap.parse_args()
 
     results = Results(args.v)
@@ -229,7 +240,7 @@ def main():
     # tests of the command itself (ONCE)
     first = not args.inside_chroot
     for name, python, version in interps:
-        ok, build_dir, detail, secs = build(name, python)
+        ok, build_dir, detail, secs = build(name, python, args.cc, args.werror)
         results.record("build [%s]" % name, ok, detail[-2000:] if not ok else "", secs)
         if not ok:
             first = False

@@ -13,22 +13,15 @@
 /* The whole command: argv[0] is the program name. Returns the exit status. */
 int sonde_cli_main(int argc, char **argv);
 
-/* Set by the extension module for `python3 -m sonde`: the interpreter and
- * package directory to use instead of the command's own. */
-extern const char *sonde_cli_python_override;
-extern const char *sonde_cli_pkg_dir_override;
-
 /* `sonde run`: argv[0..argc-1] are the words after "run". */
 int sonde_cli_run(int argc, char **argv);
 
 /* `sonde trace`: argv[0..argc-1] are the words after "trace". */
 int sonde_cli_trace(int argc, char **argv);
 
-/* `sonde view`: argv[0..argc-1] are the words after "view". Defined in
- * view.c, which only build/bin/sonde links (it needs libcjson); the weak
- * reference is NULL in the extension module (main.c then runs the
- * command). */
-int sonde_cli_view(int argc, char **argv) __attribute__((weak));
+/* `sonde view`: argv[0..argc-1] are the words after "view" (view.c; it
+ * needs libcjson, which only the command links). */
+int sonde_cli_view(int argc, char **argv);
 
 /* `sonde attach`, `sonde record`, `sonde dump` (attach.c): argv are the
  * words after the command name. */
@@ -52,8 +45,8 @@ void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * (<prefix>/lib/sonde next to <prefix>/bin/sonde). Returns 0 or -errno. */
 int sonde_cli_pkg_dir(char *buf, size_t len);
 
-/* The interpreter `sonde run` uses: $SONDE_PYTHON, else the one sonde was
- * built for. */
+/* The interpreter `sonde run` uses: --python, else $SONDE_PYTHON, else the
+ * one sonde was built for. */
 const char *sonde_cli_python(void);
 
 #endif

@@ -1,7 +1,8 @@
 /* entry.c — main() of build/bin/sonde.
  *
- * Owns: nothing but the process entry; everything is in sonde_cli_main so
- * that `python3 -m sonde` runs the very same code.
+ * Owns: nothing but the process entry; the dispatcher is sonde_cli_main
+ * (main.c). Only the command links src/cli/ and src/attach/: `python3 -m
+ * sonde` execs this program (src/ext/module.c).
  */
 #include "cli.h"
 

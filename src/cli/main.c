@@ -1,8 +1,9 @@
-/* main.c — the `sonde` command: dispatch, help, version.
+/* main.c — the `sonde` command: dispatch, help, version, --python.
  *
- * Owns: sonde_cli_main, shared by build/bin/sonde (entry.c) and by
- * `python3 -m sonde` (the extension module calls it with the running
- * interpreter as the one to use). No libpython, no signal handlers.
+ * Owns: sonde_cli_main, called by main() (entry.c) of build/bin/sonde only:
+ * the extension module links no command line; `python3 -m sonde ...` execs
+ * this command as `sonde --python <its sys.executable> ...`. No libpython,
+ * no signal handlers.
  */
 #include "cli.h"
 
@@ -43,8 +44,11 @@ static const char main_usage[] =
     "options:\n"
     "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
     "  --version      show the version\n"
+    "  --python PATH  the interpreter 'run' and 'trace' start (default: $SONDE_PYTHON,\n"
+    "                 else the one sonde was built for)\n"
     "\n"
-    "The same commands are available as `python3 -m sonde ...`.\n";
+    "The same commands are available as `python3 -m sonde ...`, which runs this\n"
+    "command with --python set to that python3.\n";
 
 void sonde_cli_error(const char *fmt, ...)
 {
@@ -59,11 +63,6 @@ void sonde_cli_error(const char *fmt, ...)
 
 int sonde_cli_pkg_dir(char *buf, size_t len)
 {
-    if (sonde_cli_pkg_dir_override) {
-        if ((size_t)snprintf(buf, len, "%s", sonde_cli_pkg_dir_override) >= len)
-            return -ENAMETOOLONG;
-        return 0;
-    }
     char exe[4096];
     int rc = sonde_prim_self_exe(exe, sizeof exe);
     if (rc < 0) return rc;
@@ -102,36 +101,51 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
     return 127;
 }
 
-const char *sonde_cli_python_override;
-const char *sonde_cli_pkg_dir_override;
+/* The interpreter given with --python; NULL when none. */
+static const char *main_python;
 
 const char *sonde_cli_python(void)
 {
-    if (sonde_cli_python_override) return sonde_cli_python_override;
+    if (main_python) return main_python;
     const char *env = getenv("SONDE_PYTHON");
     return env && *env ? env : SONDE_DEFAULT_PYTHON;
 }
 
-/* `sonde view` is linked into the command only (cli.h); from the
- * extension (`python3 -m sonde view`), run the command next to the
- * package: <prefix>/lib/sonde -> <prefix>/bin/sonde. */
-static int main_view(int argc, char **argv)
+/* Takes a leading "--python PATH" or "--python=PATH" off the command line
+ * (argv[1..]). Returns the number of words taken (0, 1 or 2), or -1 after
+ * printing an error. */
+static int main_take_python(int argc, char **argv)
 {
-    if (sonde_cli_view) return sonde_cli_view(argc - 2, argv + 2);
-    char pkg_dir[4096], command[4200];
-    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0 &&
-        (size_t)snprintf(command, sizeof command, "%s/../../bin/sonde", pkg_dir) < sizeof command &&
-        access(command, X_OK) == 0) {
-        argv[0] = command;
-        execv(command, argv);
+    if (argc < 2) return 0;
+    const char *word = argv[1];
+    if (strncmp(word, "--python=", 9) == 0) {
+        main_python = word + 9;
+    } else if (strcmp(word, "--python") == 0) {
+        if (argc < 3) {
+            sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
+            return -1;
+        }
+        main_python = argv[2];
+    } else {
+        return 0;
     }
-    sonde_cli_error("'view' needs the sonde command (<prefix>/bin/sonde), which was not found "
-                    "next to this package; run 'sonde view' from the build directory");
-    return 2;
+    if (!*main_python) {
+        sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
+        return -1;
+    }
+    return word[8] == '=' ? 1 : 2;
 }
 
 int sonde_cli_main(int argc, char **argv)
 {
+    int taken = main_take_python(argc, argv);
+    if (taken < 0) return 2;
+    if (taken > 0) {
+        /* the command name moves up to argv[1]; argv[0] stays */
+        argv[taken] = argv[0];
+        argv += taken;
+        argc -= taken;
+    }
     if (argc < 2) {
         fputs(main_usage, stderr);
         return 2;
@@ -147,7 +161,7 @@ int sonde_cli_main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "trace") == 0) return sonde_cli_trace(argc - 2, argv + 2);
-    if (strcmp(cmd, "view") == 0) return main_view(argc, argv);
+    if (strcmp(cmd, "view") == 0) return sonde_cli_view(argc - 2, argv + 2);
     if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);

@@ -1,10 +1,9 @@
 /* boot.c — the start of a `sonde run`, inside the interpreter.
  *
  * Owns: sonde_boot_gil (called by sonde/_boot/sitecustomize.py while the
- * interpreter imports `site`, before the program's first line) and
- * sonde_module_main_gil (`python3 -m sonde`). The boot undoes every trace
- * of the hand-over so that the program sees exactly what `python3 app.py`
- * would give it: the SONDE_* variables and our PYTHONPATH entries leave
+ * interpreter imports `site`, before the program's first line). The boot
+ * undoes every trace of the hand-over so that the program sees exactly
+ * what `python3 app.py` would give it: the SONDE_* variables and our PYTHONPATH entries leave
  * os.environ, the C environment and sys.path, and a sitecustomize that ours
  * shadowed is imported in its place. Then it checks the script compiles
  * and starts the session with the options the command parsed, decoded from
@@ -15,7 +14,6 @@
  */
 #include "ext.h"
 
-#include "../cli/cli.h"
 #include "../launch/launch.h"
 #include "../launch/netstring.h"
 #include "../trace/trace.h"
@@ -26,22 +24,22 @@
 #include <unistd.h>
 
 /* Removes `name` from os.environ (and so from the C environment). */
-static int boot_unsetenv(PyObject *environ, const char *name)
+static int boot_unsetenv(PyObject *os_env, const char *name)
 {
     PyObject *key = PyUnicode_FromString(name);
     if (!key) return -1;
-    int has = PySequence_Contains(environ, key);
-    int rc = has > 0 ? PyObject_DelItem(environ, key) : has;
+    int has = PySequence_Contains(os_env, key);
+    int rc = has > 0 ? PyObject_DelItem(os_env, key) : has;
     Py_DECREF(key);
     unsetenv(name);
     return rc < 0 ? -1 : 0;
 }
 
-static int boot_setenv(PyObject *environ, const char *name, const char *value)
+static int boot_setenv(PyObject *os_env, const char *name, const char *value)
 {
     PyObject *key = PyUnicode_DecodeFSDefault(name);
     PyObject *val = PyUnicode_DecodeFSDefault(value);
-    int rc = (key && val) ? PyObject_SetItem(environ, key, val) : -1;
+    int rc = (key && val) ? PyObject_SetItem(os_env, key, val) : -1;
     Py_XDECREF(key);
     Py_XDECREF(val);
     return rc;
@@ -49,7 +47,7 @@ static int boot_setenv(PyObject *environ, const char *name, const char *value)
 
 /* --memory: puts the user's LD_PRELOAD back, so that the programs this
  * one starts do not load the allocator shim (it stays loaded here). */
-static int boot_restore_preload(PyObject *environ)
+static int boot_restore_preload(PyObject *os_env)
 {
     const char *had = getenv(SONDE_ENV_HAD_PRELOAD);
     if (!had) return 0;
@@ -59,11 +57,11 @@ static int boot_restore_preload(PyObject *environ)
         PyErr_NoMemory();
         return -1;
     }
-    int rc = restore ? boot_setenv(environ, "LD_PRELOAD", orig)
-                     : boot_unsetenv(environ, "LD_PRELOAD");
+    int rc = restore ? boot_setenv(os_env, "LD_PRELOAD", orig)
+                     : boot_unsetenv(os_env, "LD_PRELOAD");
     free(orig);
-    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_HAD_PRELOAD);
-    if (rc == 0) rc = boot_unsetenv(environ, SONDE_ENV_PRELOAD);
+    if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_HAD_PRELOAD);
+    if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_PRELOAD);
     return rc;
 }
 
@@ -72,20 +70,20 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
 {
     PyObject *os = PyImport_ImportModule("os");
     if (!os) return -1;
-    PyObject *environ = PyObject_GetAttrString(os, "environ");
+    PyObject *os_env = PyObject_GetAttrString(os, "environ");
     Py_DECREF(os);
-    if (!environ) return -1;
+    if (!os_env) return -1;
     int rc = 0;
     if (had_pypath && strcmp(had_pypath, "1") == 0)
-        rc = boot_setenv(environ, "PYTHONPATH", orig_pypath ? orig_pypath : "");
+        rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
-        rc = boot_unsetenv(environ, "PYTHONPATH");
+        rc = boot_unsetenv(os_env, "PYTHONPATH");
     const char *ours[] = {SONDE_ENV_OPTIONS, SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
                           SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM, SONDE_ENV_MODE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
-        rc = boot_unsetenv(environ, ours[i]);
-    if (rc == 0) rc = boot_restore_preload(environ);
-    Py_DECREF(environ);
+        rc = boot_unsetenv(os_env, ours[i]);
+    if (rc == 0) rc = boot_restore_preload(os_env);
+    Py_DECREF(os_env);
     return rc;
 }
 
@@ -291,34 +289,4 @@ done:
     free(program);
     free(mode);
     return rc;
-}
-
-int sonde_module_main_gil(int argc, char **argv)
-{
-    static char *python; /* owned; kept while the dispatcher may use it */
-    PyObject *exe = PySys_GetObject("executable"); /* borrowed */
-    const char *text = exe && PyUnicode_Check(exe) ? PyUnicode_AsUTF8(exe) : NULL;
-    if (!text || !*text) {
-        PyErr_Clear();
-        text = "python3";
-    }
-    char *copy = strdup(text);
-    if (!copy) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    free(python);
-    python = copy;
-    sonde_cli_python_override = python;
-    sonde_cli_pkg_dir_override = sonde_ext_pkg_dir;
-    /* Flush Python's buffers: a successful run replaces this process. */
-    const char *names[] = {"stdout", "stderr"};
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
-        PyObject *stream = PySys_GetObject(names[i]);
-        PyObject *res = stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL)
-                                                    : NULL;
-        if (!res) PyErr_Clear();
-        Py_XDECREF(res);
-    }
-    return sonde_cli_main(argc, argv);
 }

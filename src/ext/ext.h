@@ -149,9 +149,6 @@ bool sonde_session_from_run(void);
  * sitecustomize module that ours shadowed, 0 if there was none, or -1 with
  * an exception. */
 int sonde_boot_gil(void);
-/* `python3 -m sonde ...`: argv as given to sonde/__main__.py. Returns the
- * exit status on failure; on success it does not return (exec). */
-int sonde_module_main_gil(int argc, char **argv);
 
 /* Directory of the sonde package (owned by module.c; set at import). */
 extern char sonde_ext_pkg_dir[4096];

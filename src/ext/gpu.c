@@ -33,13 +33,11 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define GPU_LIBRARY "libnvidia-ml.so.1"
@@ -619,10 +617,7 @@ static int gpu_setup(sonde_gpu_t *g)
 /* Sleeps until the next poll or a stop request. Returns true to go on. */
 static bool gpu_wait(sonde_gpu_t *g)
 {
-    struct pollfd pfd = {.fd = g->wake_fd, .events = POLLIN};
-    struct timespec timeout = {(time_t)(g->poll_ns / SONDE_NS_PER_SEC),
-                               (long)(g->poll_ns % SONDE_NS_PER_SEC)};
-    ppoll(&pfd, 1, &timeout, NULL);
+    sonde_prim_wake_wait(g->wake_fd, g->poll_ns);
     return !sonde_atomic_load_acquire(&g->stop_requested);
 }
 
@@ -685,8 +680,8 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
         gpu_note(g, true, "not profiled: %s", why);
         return;
     }
-    g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    int rc = g->wake_fd < 0 ? -errno : -pthread_create(&g->thread, NULL, gpu_main, g);
+    g->wake_fd = sonde_prim_wake_open();
+    int rc = g->wake_fd < 0 ? g->wake_fd : -pthread_create(&g->thread, NULL, gpu_main, g);
     if (rc < 0) {
         gpu_note(g, true, "not profiled: cannot start the GPU reader thread: %s", strerror(-rc));
         sonde_gpu_free(g);
@@ -699,9 +694,7 @@ void sonde_gpu_stop(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
     sonde_atomic_store_release(&g->stop_requested, true);
-    uint64_t one = 1;
-    ssize_t rc = write(g->wake_fd, &one, sizeof one);
-    (void)rc;
+    sonde_prim_wake_signal(g->wake_fd);
     pthread_join(g->thread, NULL);
     g->thread_started = false;
 }

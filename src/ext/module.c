@@ -1,7 +1,8 @@
 /* module.c — the sonde._sonde extension module: its Python-facing API.
  *
  * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
- * profile (a context manager), main() (`python3 -m sonde`), _boot() (the
+ * profile (a context manager), main() (`python3 -m sonde`: the hand-over
+ * to the sonde command, which the module does not link), _boot() (the
  * sitecustomize hook). This is an edge: it turns the core's -errno codes
  * into Python exceptions. start()'s keywords are checked by `sonde run`'s
  * option parser (src/launch/options.c), not here. GIL held in every
@@ -15,6 +16,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char sonde_ext_pkg_dir[4096];
 
@@ -272,29 +274,87 @@ static PyTypeObject module_profile_type = {
 
 /* ---- main and boot --------------------------------------------------------------------- */
 
+/* The command sonde/__main__.py hands over to: <prefix>/lib/sonde (this
+ * package) -> <prefix>/bin/sonde, as the build lays them out. */
+#define MODULE_COMMAND_REL "/bin/sonde"
+
+/* <prefix>/bin/sonde for the package in <prefix>/lib/sonde, into buf.
+ * Returns 0 or -ENOENT (no package directory known, or too short). */
+static int module_command_path(char *buf, size_t len)
+{
+    if ((size_t)snprintf(buf, len, "%s", sonde_ext_pkg_dir) >= len) return -ENAMETOOLONG;
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(buf, '/');
+        if (!slash || slash == buf) return -ENOENT;
+        *slash = 0;
+    }
+    size_t used = strlen(buf);
+    if ((size_t)snprintf(buf + used, len - used, MODULE_COMMAND_REL) >= len - used)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* Flushes sys.stdout and sys.stderr: exec replaces this process. */
+static void module_flush_std_streams(void)
+{
+    static const char *const names[] = {"stdout", "stderr"};
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(names); i++) {
+        PyObject *stream = PySys_GetObject(names[i]); /* borrowed */
+        PyObject *res =
+            stream && stream != Py_None ? PyObject_CallMethod(stream, "flush", NULL) : NULL;
+        if (!res) PyErr_Clear();
+        Py_XDECREF(res);
+    }
+}
+
+/* main(argv), for `python3 -m sonde ...`: the module links no command
+ * line; it replaces this process with the sonde command installed beside
+ * the package, told to use this interpreter (`sonde --python
+ * sys.executable ...`), so that `python3 -m sonde run app.py` is `sonde run
+ * app.py` with this python. Returns (exit status 2, after one line on
+ * stderr) only when the command is missing or cannot be started. */
 static PyObject *module_main(PyObject *self, PyObject *arg)
 {
+    char command[sizeof sonde_ext_pkg_dir + sizeof MODULE_COMMAND_REL];
     PyObject *list = PySequence_List(arg);
     if (!list) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(list);
-    char **argv = calloc((size_t)n + 2, sizeof *argv);
+    /* command, --python, exe, argv[1..n-1], NULL */
+    char **argv = calloc((size_t)n + 4, sizeof *argv);
     PyObject *keep = PyList_New(0);
     PyObject *result = NULL;
     if (!argv || !keep) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    int found = module_command_path(command, sizeof command);
+    int argc = 0;
+    argv[argc++] = command;
+    PyObject *exe = PySys_GetObject("executable"); /* borrowed */
+    if (exe && PyUnicode_Check(exe) && PyUnicode_GetLength(exe) > 0) {
+        PyObject *bytes = NULL;
+        if (!PyUnicode_FSConverter(exe, &bytes)) goto done;
+        int rc = PyList_Append(keep, bytes);
+        Py_DECREF(bytes);
+        if (rc < 0) goto done;
+        argv[argc++] = "--python";
+        argv[argc++] = PyBytes_AS_STRING(bytes);
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
         PyObject *bytes = NULL;
         if (!PyUnicode_FSConverter(PyList_GET_ITEM(list, i), &bytes)) goto done;
         int rc = PyList_Append(keep, bytes);
-        argv[i] = PyBytes_AS_STRING(bytes);
+        argv[argc++] = PyBytes_AS_STRING(bytes);
         Py_DECREF(bytes);
         if (rc < 0) goto done;
     }
-    if (n == 0) argv[n++] = "sonde";
-    int status = sonde_module_main_gil((int)n, argv);
-    result = PyLong_FromLong(status);
+    module_flush_std_streams();
+    int err = found < 0 ? -found : (execv(command, argv), errno);
+    fprintf(stderr,
+            "sonde: cannot run the sonde command %s: %s (`python3 -m sonde` hands over to the "
+            "command installed beside the package %s; build it with 'make')\n",
+            found < 0 ? "<prefix>" MODULE_COMMAND_REL : command, strerror(err), sonde_ext_pkg_dir);
+    result = PyLong_FromLong(2);
 done:
     free(argv);
     Py_XDECREF(keep);
@@ -349,7 +409,9 @@ static PyMethodDef module_methods[] = {
      "off; verbose=True says on stderr what is profiled."},
     {"stop", module_stop, METH_NOARGS,
      "stop(): stops profiling and writes the report (to outfile, else stderr)."},
-    {"main", module_main, METH_O, "main(argv): the `sonde` command (python3 -m sonde)."},
+    {"main", module_main, METH_O,
+     "main(argv): runs the sonde command beside this package with this interpreter\n"
+     "(python3 -m sonde)."},
     {"_boot", module_boot, METH_NOARGS, "Start-up hook of `sonde run` (internal)."},
     {NULL, NULL, 0, NULL},
 };

@@ -20,11 +20,9 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define SAMPLER_MAX_THREADS 1024 /* Python threads examined per tick */
@@ -373,11 +371,7 @@ static void *sampler_main(void *arg)
     for (;;) {
         sonde_ns_t now = sonde_prim_monotonic_ns();
         if (next > now) {
-            struct pollfd pfd = {.fd = s->wake_fd, .events = POLLIN};
-            sonde_ns_t wait_ns = next - now;
-            struct timespec timeout = {(time_t)(wait_ns / SONDE_NS_PER_SEC),
-                                       (long)(wait_ns % SONDE_NS_PER_SEC)};
-            ppoll(&pfd, 1, &timeout, NULL);
+            sonde_prim_wake_wait(s->wake_fd, next - now);
         }
         if (atomic_load_explicit(&s->term_requested, memory_order_acquire)) {
             sampler_tick(s);
@@ -413,9 +407,9 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     rc = sonde_pyproc_open_self(&s->proc, PY_VERSION_HEX, (uint64_t)(uintptr_t)runtime,
                                 (uint64_t)(uintptr_t)&PyCode_Type);
     if (rc < 0) return rc;
-    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->wake_fd = sonde_prim_wake_open();
     if (s->wake_fd < 0) {
-        rc = -errno;
+        rc = s->wake_fd;
         goto error;
     }
     s->start_ns = sonde_prim_monotonic_ns();
@@ -434,11 +428,7 @@ void sonde_sampler_signal_terminate(sonde_sampler_t *s)
 {
     int saved = errno;
     atomic_store_explicit(&s->term_requested, true, memory_order_release);
-    uint64_t one = 1;
-    if (s->wake_fd >= 0) {
-        ssize_t rc = write(s->wake_fd, &one, sizeof one);
-        (void)rc;
-    }
+    sonde_prim_wake_signal(s->wake_fd);
     errno = saved;
 }
 
@@ -446,9 +436,7 @@ void sonde_sampler_stop(sonde_sampler_t *s)
 {
     if (!s->thread_started) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    uint64_t one = 1;
-    ssize_t rc = write(s->wake_fd, &one, sizeof one);
-    (void)rc;
+    sonde_prim_wake_signal(s->wake_fd);
     if (pthread_equal(pthread_self(), s->thread)) return; /* on_terminate path */
     bool have_gil = PyGILState_Check();
     PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
@@ -462,9 +450,7 @@ void sonde_sampler_pause(sonde_sampler_t *s)
 {
     if (!s->thread_started || pthread_equal(pthread_self(), s->thread)) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    uint64_t one = 1;
-    ssize_t rc = write(s->wake_fd, &one, sizeof one);
-    (void)rc;
+    sonde_prim_wake_signal(s->wake_fd);
     pthread_join(s->thread, NULL); /* quick: the sampler never waits for the GIL */
     s->thread_started = false;
     /* fork() must see the thread gone (CPython 3.12+ counts threads in

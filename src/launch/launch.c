@@ -7,7 +7,7 @@
 #include "launch.h"
 
 #include "../core/buf.h"
-#include "../report/report.h"
+#include "../core/file.h"
 
 #include <stdio.h>
 #include <stdlib.h>

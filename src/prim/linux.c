@@ -5,21 +5,28 @@
  * on another thread from one blocked on I/O, the kept-open reader of
  * /proc/.../task/TID files and the schedstat parser that remote.c shares
  * (prim_internal.h), the path of the executable,
- * the terminal width. Called by the sampler thread (src/ext/sampler.c) and
- * the CLI. The clock functions are async-signal-safe; the rest are not
- * used from signal handlers.
+ * the terminal width, the umask, and the eventfd that wakes sonde's worker
+ * threads (sampler, GPU reader). Called by the sampler thread
+ * (src/ext/sampler.c), the session, the file service and the CLI. The clock
+ * functions and sonde_prim_wake_signal (called from the SIGTERM handler)
+ * are async-signal-safe; the rest are not used from signal handlers.
  */
 #include "prim_internal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#define LINUX_STATUS_PATH "/proc/self/status" /* its "Umask:" line */
 
 sonde_ns_t sonde_prim_monotonic_ns(void)
 {
@@ -74,6 +81,48 @@ void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd)
 }
 
 pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+int sonde_prim_wake_open(void)
+{
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Async-signal-safe: one write(2), errno restored. */
+void sonde_prim_wake_signal(int wake_fd)
+{
+    if (wake_fd < 0) return;
+    int saved = errno;
+    uint64_t one = 1;
+    ssize_t rc = write(wake_fd, &one, sizeof one);
+    (void)rc;
+    errno = saved;
+}
+
+void sonde_prim_wake_wait(int wake_fd, sonde_ns_t timeout_ns)
+{
+    struct pollfd pfd = {.fd = wake_fd, .events = POLLIN};
+    struct timespec timeout = {(time_t)(timeout_ns / SONDE_NS_PER_SEC),
+                               (long)(timeout_ns % SONDE_NS_PER_SEC)};
+    ppoll(&pfd, 1, &timeout, NULL);
+}
+
+mode_t sonde_prim_umask(void)
+{
+    FILE *status = fopen(LINUX_STATUS_PATH, "re");
+    if (status) {
+        char line[128];
+        unsigned mask = 0;
+        bool found = false;
+        while (!found && fgets(line, sizeof line, status))
+            found = sscanf(line, "Umask: %o", &mask) == 1;
+        fclose(status);
+        if (found) return (mode_t)mask;
+    }
+    mode_t mask = umask(022);
+    umask(mask);
+    return mask;
+}
 
 void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid)
 {

@@ -33,6 +33,23 @@ void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 
+/* A wake-up descriptor for one of sonde's worker threads (an eventfd:
+ * non-blocking, close-on-exec): the worker sleeps in sonde_prim_wake_wait,
+ * anyone may signal it. Returns the descriptor or -errno. */
+int sonde_prim_wake_open(void);
+/* Makes wake_fd signalled until it is drained (by
+ * sonde_prim_forget_joined_thread). Async-signal-safe; keeps errno; wake_fd
+ * < 0 is ignored. */
+void sonde_prim_wake_signal(int wake_fd);
+/* Sleeps until wake_fd is signalled or timeout_ns has passed (a signal may
+ * end it early). Does not drain wake_fd. */
+void sonde_prim_wake_wait(int wake_fd, sonde_ns_t timeout_ns);
+
+/* The process's file-creation mask (umask), read without changing it where
+ * the kernel reports it (changing it, even briefly, races with other
+ * threads creating files). */
+mode_t sonde_prim_umask(void);
+
 /* What a thread that is off CPU is doing. */
 typedef enum sonde_thread_wait {
     SONDE_WAIT_RUNNING = 0, /* on CPU or runnable */
@@ -125,6 +142,19 @@ ssize_t sonde_prim_proc_cmdline(pid_t pid, char *buf, size_t len);
 int sonde_prim_proc_list(pid_t *pids, pid_t *ppids, int max);
 /* The value of kernel.yama.ptrace_scope, or -1 when there is no Yama. */
 int sonde_prim_ptrace_scope(void);
+
+/* Copies len bytes at addr of process pid (this one included) into buf
+ * with one system call (process_vm_readv), never touching addr itself.
+ * Returns the number of bytes copied (fewer than len: the range runs into
+ * unmapped memory) or -errno: -EFAULT (unmapped), -ESRCH (gone), -EPERM
+ * (not permitted, or refused wholesale by a seccomp filter), -ENOSYS (no
+ * such system call). Allocates nothing, takes no lock. */
+ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* Opens /proc/PID/<name> read-only and close-on-exec: "mem" (whose offsets
+ * are addresses, for pread), "maps", or "root/<absolute path>" (a file as
+ * the process's mount namespace sees it). Returns the descriptor or -errno
+ * (-ENOENT for a missing entry, also when the process is gone). */
+int sonde_prim_proc_open(pid_t pid, const char *name);
 
 /* ---- this process among the others (proctree.c) --------------------------- */
 

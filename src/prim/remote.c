@@ -4,9 +4,12 @@
  * scheduler state, CPU and run-queue time, the system call it is blocked
  * in) and the process-level look-ups of prim.h's "other processes" section
  * (state and parent, executable, working directory, command line, the
- * process list, kernel.yama.ptrace_scope). Called by the attach reader
- * (src/attach/), once per thread per sample for the task handles and on
- * attach / child discovery for the rest. Everything read here comes from
+ * process list, kernel.yama.ptrace_scope), and the two ways into a
+ * process's memory and files that src/pyread uses (process_vm_readv, and
+ * /proc/PID/{mem,maps,root/...}). Called by the attach reader (src/attach/),
+ * once per thread per sample for the task handles and on attach / child
+ * discovery for the rest, and by src/pyread's reader (for this process too:
+ * the sampler reads its own interpreter the same way). Everything read here comes from
  * another process and is parsed as hostile text (a thread's comm may hold
  * spaces and parentheses). Nothing here runs in a signal handler.
  */
@@ -18,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define REMOTE_STAT_MAX 1024 /* bytes of a stat file read: state and ppid are early */
+#define REMOTE_PATH_MAX 4200 /* /proc/PID/root + a path of up to PATH_MAX */
 
 /* Reads a whole small file into buf (NUL-terminated). Returns the length
  * or -errno (-ESRCH for a missing /proc entry). */
@@ -261,6 +266,23 @@ int sonde_prim_proc_exe(pid_t pid, char *buf, size_t len)
 int sonde_prim_proc_cwd(pid_t pid, char *buf, size_t len)
 {
     return remote_proc_link(pid, "cwd", buf, len);
+}
+
+int sonde_prim_proc_open(pid_t pid, const char *name)
+{
+    char path[REMOTE_PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name) >= sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len};
+    struct iovec remote = {(void *)(uintptr_t)addr, len};
+    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    return n < 0 ? -errno : n;
 }
 
 ssize_t sonde_prim_proc_cmdline(pid_t pid, char *buf, size_t len)

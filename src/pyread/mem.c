@@ -3,7 +3,8 @@
  * Owns: sonde_mem_t. Called by every reader in src/pyread/ (the in-process
  * sampler thread reading its own interpreter, and the attach reader reading
  * another process). Reads never dereference the address themselves: they go
- * through process_vm_readv(2), or pread(2) on /proc/PID/mem when the kernel
+ * through process_vm_readv(2) (sonde_prim_mem_read), or pread(2) on
+ * /proc/PID/mem (opened by sonde_prim_proc_open) when the kernel
  * or a seccomp filter refuses process_vm_readv (ENOSYS/EPERM), so a freed or
  * unmapped address gives -EFAULT instead of a crash. A source opened on
  * this process follows it into a child after fork() (a pthread_atfork
@@ -15,14 +16,14 @@
  */
 #include "pyread.h"
 
-#include <fcntl.h>
+#include "../prim/prim.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* Addresses below one page are NULL-ish pointers: refuse them without a
@@ -96,12 +97,9 @@ static int mem_read_copy(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
 
 static int mem_open_procmem(sonde_mem_t *mem)
 {
-    char path[64];
-
     if (mem->mem_fd >= 0) return 0;
-    snprintf(path, sizeof path, "/proc/%d/mem", (int)mem->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
+    int fd = sonde_prim_proc_open(mem->pid, "mem");
+    if (fd < 0) return fd;
     mem->mem_fd = fd;
     return 0;
 }
@@ -226,9 +224,7 @@ static int mem_read_syscall(sonde_mem_t *mem, uint64_t addr, void *buf, size_t l
         goto error;
     }
     if (!mem->use_procmem) {
-        struct iovec local = {buf, len};
-        struct iovec remote = {(void *)(uintptr_t)addr, len};
-        ssize_t n = process_vm_readv(mem->pid, &local, 1, &remote, 1, 0);
+        ssize_t n = sonde_prim_mem_read(mem->pid, addr, buf, len);
         if (n == (ssize_t)len) {
             mem->reads++;
             return 0;
@@ -237,7 +233,7 @@ static int mem_read_syscall(sonde_mem_t *mem, uint64_t addr, void *buf, size_t l
             rc = -EFAULT;
             goto error;
         }
-        rc = -errno;
+        rc = (int)n;
         if (rc != -ENOSYS && rc != -EPERM) goto error;
         /* Refused wholesale (seccomp, old kernel): try /proc/PID/mem once,
          * and keep using it if it opens. */

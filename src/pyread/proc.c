@@ -15,7 +15,8 @@
  */
 #include "pyread_internal.h"
 
-#include <fcntl.h>
+#include "../prim/prim.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,14 +119,12 @@ int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex, uint
 
 static int proc_read_maps(pid_t pid, char **text, size_t *len)
 {
-    char path[64];
     size_t cap = 1 << 16, used = 0;
     char *buf = NULL;
     int rc = 0;
 
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    int fd = sonde_prim_proc_open(pid, "maps");
+    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
     buf = malloc(cap);
     if (buf == NULL) {
         rc = -ENOMEM;
@@ -251,13 +250,13 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
 {
     static const char *const names[] = {"_PyRuntime", "Py_Version", "PyCode_Type"};
     uint64_t values[3] = {0, 0, 0};
-    char path[SONDE_MAPS_PATH_MAX + 64];
+    char path[SONDE_MAPS_PATH_MAX + 8];
     sonde_elf_t elf;
     int rc = 0;
 
-    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, image->path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -errno;
+    snprintf(path, sizeof path, "root%s", image->path);
+    int fd = sonde_prim_proc_open(pid, path);
+    if (fd < 0) return fd;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;
     rc = sonde_elf_symbols(&elf, names, 3, values);
@@ -285,7 +284,6 @@ int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid)
 {
     sonde_maps_image_t *images = NULL;
     char exe[SONDE_MAPS_PATH_MAX];
-    char link[64];
     char *maps = NULL;
     size_t maps_len = 0;
     int rc = 0;
@@ -296,16 +294,13 @@ int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid)
     if (rc != 0) goto error;
     rc = proc_read_maps(pid, &maps, &maps_len);
     if (rc != 0) goto error;
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
-    ssize_t exe_len = readlink(link, exe, sizeof exe - 1);
-    if (exe_len >= 0) exe[exe_len] = 0;
+    bool have_exe = sonde_prim_proc_exe(pid, exe, sizeof exe) == 0 && exe[0];
     images = calloc(PROC_MAX_IMAGES, sizeof *images);
     if (images == NULL) {
         rc = -ENOMEM;
         goto error;
     }
-    int n =
-        sonde_maps_find_images(maps, maps_len, exe_len > 0 ? exe : NULL, images, PROC_MAX_IMAGES);
+    int n = sonde_maps_find_images(maps, maps_len, have_exe ? exe : NULL, images, PROC_MAX_IMAGES);
     rc = -ENOEXEC;
     int hinted_minor = -1;
     for (int i = 0; i < n; i++) {

@@ -16,8 +16,9 @@
  */
 #include "pyread_internal.h"
 
+#include "../prim/prim.h"
+
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TID_SCAN_BYTES 4096 /* struct pthread is about 2.3 KiB in glibc 2.36 */
@@ -35,11 +36,6 @@ struct tid_helper {
 static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
 static int tid_offset_result = -ENOENT;
 
-static pid_t tid_gettid(void)
-{
-    return (pid_t)syscall(SYS_gettid);
-}
-
 /* Whether the int at `offset` of the struct at `base` equals tid. */
 static bool tid_matches(sonde_mem_t *mem, uint64_t base, int offset, pid_t tid)
 {
@@ -53,7 +49,7 @@ static void *tid_helper_main(void *arg)
 
     pthread_mutex_lock(&helper->lock);
     helper->self = (uint64_t)pthread_self();
-    helper->tid = tid_gettid();
+    helper->tid = sonde_prim_gettid();
     helper->ready = true;
     pthread_cond_broadcast(&helper->cond);
     while (!helper->done)
@@ -67,7 +63,7 @@ static void tid_probe(void)
     struct tid_helper helper = {
         PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false, false};
     uint64_t self = (uint64_t)pthread_self();
-    pid_t tid = tid_gettid();
+    pid_t tid = sonde_prim_gettid();
     sonde_mem_t mem;
     pthread_t thread;
     int found = -ENOENT;

@@ -8,6 +8,7 @@
 #define SONDE_REPORT_H
 
 #include "../core/buf.h"
+#include "../core/file.h"
 #include "../model/model.h"
 
 typedef struct sonde_text_opts {
@@ -29,30 +30,9 @@ int sonde_report_text(const sonde_profile_t *prof,
 /* JSON report (docs/json-format.md). Appends to out. Returns 0 or -ENOMEM. */
 int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out);
 
-/* Writes data to path atomically: a temporary file in the same directory,
- * fsync, rename. On error nothing is left at path or beside it.
- * Returns 0 or -errno. The new file gets mode 0666 & ~umask; -EISDIR when
- * path is a directory (or ends in '/'), -EINVAL when it exists and is not a
- * regular file (a device such as /dev/stdout, a FIFO: write those
- * directly). A symbolic link at path is replaced, not followed. */
-int sonde_write_file_atomic(const char *path, const void *data, size_t len);
-
-/* Checks, before a run, that path can be written atomically later (its
- * directory exists and accepts a new file: one is created and removed).
- * Returns 0 or -errno, with the same -EISDIR / -EINVAL cases as
- * sonde_write_file_atomic. */
-int sonde_check_writable(const char *path);
-
-/* Writes a report to path: atomically for a regular or new file, directly
- * for an existing character device, FIFO or socket (/dev/stdout, a pipe).
- * Returns 0 or -errno. */
-int sonde_write_output(const char *path, const void *data, size_t len);
-/* Checks, before a run, that sonde_write_output(path) can succeed.
- * Returns 0 or -errno. */
-int sonde_check_output(const char *path);
-/* Writes all of data to fd, retrying after EINTR and short writes.
- * Returns 0 or -errno (-EIO when write makes no progress). */
-int sonde_write_fd(int fd, const void *data, size_t len);
+/* Writing the finished bytes to a file or stream is the core's file
+ * service (sonde_write_output and friends, core/file.h), included here for
+ * the writers' callers. */
 
 /* HTML report (html.c): one self-contained page — the JSON report embedded,
  * the viewer's CSS and JS (every *.css and *.js file of viewer_dir, by

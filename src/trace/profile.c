@@ -10,7 +10,7 @@
  */
 #include "trace_internal.h"
 
-#include "../report/report.h"
+#include "../core/file.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * Encoding by src/core/marshal.c. Pure C, no Python; called at report
  * time with or without the GIL.
  */
-#include "trace_internal.h"
+#include "pstats.h"
 
 #include "../core/marshal.h"
 

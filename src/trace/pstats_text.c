@@ -7,9 +7,11 @@
  * pstats' exact widths ("%9s", " %8.3f"), its stable sort, its merging of
  * functions whose keys coincide once directories are stripped, and its
  * standard names ("file:line(name)", "{built-in method ...}"). Pure C, no
- * Python; called at report time.
+ * Python (pstats.h; built with the core, tested by
+ * tests/unit/test_pstats_text.c against Python's pstats); called at report
+ * time.
  */
-#include "trace_internal.h"
+#include "pstats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,11 +121,6 @@ int sonde_trace_sort_number(sonde_trace_sort_t *sort, long number)
     if (number < -1 || number > 2) return -EINVAL;
     char err[64];
     return sonde_trace_sort_words(sort, &words[number + 1], 1, err, sizeof err);
-}
-
-void sonde_trace_sort_default(sonde_trace_sort_t *sort)
-{
-    sonde_trace_sort_number(sort, PY_VERSION_HEX >= 0x030B0000 ? 2 : -1);
 }
 
 /* ---- the report ------------------------------------------------------------ */

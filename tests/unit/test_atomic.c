@@ -1,4 +1,4 @@
-/* test_atomic.c — unit tests of atomic report writing (src/report/atomic.c).
+/* test_atomic.c — unit tests of atomic file writing (src/core/file.c).
  *
  * Checks that sonde_write_file_atomic creates and replaces files whole,
  * with 0666 & ~umask, and that every failure — a missing directory, a path
@@ -6,7 +6,7 @@
  * returns -errno and leaves no temporary file behind. Tests run as root, so
  * read-only directories cannot make writes fail here.
  */
-#include "report/report.h"
+#include "core/file.h"
 
 #include "check.h"
 

@@ -96,8 +96,8 @@ static void test_json(const char *path)
         "\"max_footprint_lineno\": 3",
         "\"growth_rate\": 3000",
         "\"samples\": [[0, 10], [1, 200], [2, 310]]",
-        "\"n_malloc_mb\": 300, \"n_mallocs\": 30, \"n_avg_mb\": 150, \"n_peak_mb\": 300, "
-        "\"n_python_fraction\": 0.75, \"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0",
+        ("\"n_malloc_mb\": 300, \"n_mallocs\": 30, \"n_avg_mb\": 150, \"n_peak_mb\": 300, "
+         "\"n_python_fraction\": 0.75, \"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0"),
         "\"n_copy_mb_s\": 250",
         "\"memory_samples\": [[0, 0], [0.2, 30]",
         "\"leaks\": {\"3\": {\"likelihood\": 0.97, \"velocity_mb_s\": 150}}",
@@ -151,8 +151,8 @@ static void test_text(const char *path)
                                        "150.0    300.0     75%",
                                        "250.0",
                                        "Possible memory leaks (the footprint grew 3000.0%):",
-                                       "app.py:3  likelihood 97%, about 150.00 MB/s  "
-                                       "data.append(bytearray(1 << 20))",
+                                       ("app.py:3  likelihood 97%, about 150.00 MB/s  "
+                                        "data.append(bytearray(1 << 20))"),
                                        "\xe2\x96\x81"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         char name[64];

@@ -1,19 +1,25 @@
-/* atomic.c — writing a report file all at once or not at all.
+/* file.c — writing a file all at once or not at all, or to a stream.
  *
- * Owns: sonde_write_file_atomic and sonde_check_writable (report.h). Called
- * by the CLI before a run (to fail early on a bad -o path) and by whoever
- * writes the report at exit. Ordinary code; never in a signal handler.
+ * Owns: sonde_write_file_atomic, sonde_check_writable, sonde_write_output,
+ * sonde_check_output and sonde_write_fd (file.h). Called by the launcher
+ * before a run (to fail early on a bad -o path), and by whoever writes a
+ * report or a pstats file at exit (the session, the tracer, attach, view).
+ * Ordinary code; never in a signal handler.
  *
  * A reader of the target path sees either the old file or the whole new
  * one: data goes to a temporary file beside the target (same directory, so
  * the same file system), is fsynced, given the mode a new file would get
  * (0666 & ~umask), and renamed over the target. Every error path removes
- * the temporary file.
+ * the temporary file. A character device, FIFO or socket the user named
+ * (/dev/stdout, a pipe) cannot be replaced by rename; it is written
+ * directly, as the user asked.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkostemp */
 #endif
-#include "report_internal.h"
+#include "file.h"
+
+#include "../prim/prim.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,13 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ATOMIC_TEMP_SUFFIX ".XXXXXX"
-#define ATOMIC_STATUS_PATH "/proc/self/status"
+#define FILE_TEMP_SUFFIX ".XXXXXX"
 
 /* Splits path into an owned directory ("." when none) and a pointer to its
  * last component. Returns 0, -EINVAL (empty), -EISDIR (ends in '/') or
  * -ENOMEM. */
-static int atomic_split(const char *path, char **dir_out, const char **base_out)
+static int file_split(const char *path, char **dir_out, const char **base_out)
 {
     *dir_out = NULL;
     if (!path || !path[0]) return -EINVAL;
@@ -51,7 +56,7 @@ static int atomic_split(const char *path, char **dir_out, const char **base_out)
 /* The existing target must be a regular file (or absent): renaming over a
  * directory fails anyway, and replacing a device or FIFO (/dev/stdout, a
  * pipe given as -o) with a regular file would be wrong. */
-static int atomic_check_target(const char *path)
+static int file_check_target(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) return errno == ENOENT ? 0 : -errno;
@@ -63,14 +68,14 @@ static int atomic_check_target(const char *path)
 /* Creates "<dir>/.<base>.XXXXXX" (hidden, so a crash between create and
  * rename leaves nothing in an ls). Returns an fd and the owned name in
  * *temp_out, or -errno. */
-static int atomic_create_temp(const char *dir, const char *base, char **temp_out)
+static int file_create_temp(const char *dir, const char *base, char **temp_out)
 {
     *temp_out = NULL;
-    size_t len = strlen(dir) + strlen(base) + sizeof "/." ATOMIC_TEMP_SUFFIX;
+    size_t len = strlen(dir) + strlen(base) + sizeof "/." FILE_TEMP_SUFFIX;
     char *temp = malloc(len);
     if (!temp) return -ENOMEM;
     /* A long name is cut so that the temporary name stays under NAME_MAX. */
-    snprintf(temp, len, "%s/.%.200s" ATOMIC_TEMP_SUFFIX, dir, base);
+    snprintf(temp, len, "%s/.%.200s" FILE_TEMP_SUFFIX, dir, base);
     int fd = mkostemp(temp, O_CLOEXEC);
     if (fd < 0) {
         int err = -errno;
@@ -81,27 +86,8 @@ static int atomic_create_temp(const char *dir, const char *base, char **temp_out
     return fd;
 }
 
-/* The process's umask, read without changing it when the kernel tells it
- * (changing it, even briefly, races with other threads creating files). */
-static mode_t atomic_umask(void)
-{
-    FILE *status = fopen(ATOMIC_STATUS_PATH, "re");
-    if (status) {
-        char line[128];
-        unsigned mask = 0;
-        bool found = false;
-        while (!found && fgets(line, sizeof line, status))
-            found = sscanf(line, "Umask: %o", &mask) == 1;
-        fclose(status);
-        if (found) return (mode_t)mask;
-    }
-    mode_t mask = umask(022);
-    umask(mask);
-    return mask;
-}
-
 /* Makes the directory entry of a rename durable; best effort. */
-static void atomic_sync_dir(const char *dir)
+static void file_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return;
@@ -114,15 +100,15 @@ int sonde_write_file_atomic(const char *path, const void *data, size_t len)
     char *dir = NULL, *temp = NULL;
     const char *base = NULL;
     int fd = -1;
-    int rc = atomic_split(path, &dir, &base);
+    int rc = file_split(path, &dir, &base);
     if (rc) goto error;
-    if ((rc = atomic_check_target(path))) goto error;
-    if ((fd = atomic_create_temp(dir, base, &temp)) < 0) {
+    if ((rc = file_check_target(path))) goto error;
+    if ((fd = file_create_temp(dir, base, &temp)) < 0) {
         rc = fd;
         goto error;
     }
     if ((rc = sonde_write_fd(fd, data, len))) goto error;
-    if (fsync(fd) != 0 || fchmod(fd, 0666 & ~atomic_umask()) != 0) {
+    if (fsync(fd) != 0 || fchmod(fd, 0666 & ~sonde_prim_umask()) != 0) {
         rc = -errno;
         goto error;
     }
@@ -133,7 +119,7 @@ int sonde_write_file_atomic(const char *path, const void *data, size_t len)
         rc = -errno;
         goto error;
     }
-    atomic_sync_dir(dir);
+    file_sync_dir(dir);
     free(temp);
     free(dir);
     return 0;
@@ -150,10 +136,10 @@ int sonde_check_writable(const char *path)
 {
     char *dir = NULL, *temp = NULL;
     const char *base = NULL;
-    int rc = atomic_split(path, &dir, &base);
+    int rc = file_split(path, &dir, &base);
     if (rc) goto done;
-    if ((rc = atomic_check_target(path))) goto done;
-    int fd = atomic_create_temp(dir, base, &temp);
+    if ((rc = file_check_target(path))) goto done;
+    int fd = file_create_temp(dir, base, &temp);
     if (fd < 0) {
         rc = fd;
         goto done;
@@ -164,5 +150,47 @@ int sonde_check_writable(const char *path)
 done:
     free(temp);
     free(dir);
+    return rc;
+}
+
+/* ---- streams the user named ----------------------------------------------- */
+
+/* True when path names an existing stream-like file. */
+static bool file_is_stream(const char *path)
+{
+    struct stat st;
+    if (!path || stat(path, &st) != 0) return false;
+    return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+}
+
+int sonde_check_output(const char *path)
+{
+    if (file_is_stream(path)) return access(path, W_OK) == 0 ? 0 : -errno;
+    return sonde_check_writable(path);
+}
+
+int sonde_write_fd(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        if (n == 0) return -EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int sonde_write_output(const char *path, const void *data, size_t len)
+{
+    if (!file_is_stream(path)) return sonde_write_file_atomic(path, data, len);
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return -errno;
+    int rc = sonde_write_fd(fd, data, len);
+    if (close(fd) != 0 && rc == 0) rc = -errno;
     return rc;
 }
