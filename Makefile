@@ -155,9 +155,10 @@ $(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 # Unit tests of the command's pure parts (its option parsers) link the
 # command's objects too.
 CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options
-$(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_OBJS) $(CORE_OBJS)
+CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)
+$(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_OBJS) $(CORE_OBJS) $(LDLIBS)
+	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) $(LDLIBS) $(CMD_LDLIBS)
 
 # The stand-in NVML of the GPU tests: tests only, never installed.
 $(FAKE_NVML): tests/gpu/fake_nvml.c
