@@ -39,7 +39,7 @@ CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
 CMD_LDLIBS    := -lcjson
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
-                 src/pyread/*.c src/model/*.c src/report/*.c src/launch/*.c)))
+                 src/pyread/*.c src/sample/*.c src/model/*.c src/report/*.c src/launch/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # The command-line tool (a separate process; never loads libpython). Its
 # code is also linked into the extension so that `python3 -m sonde ...`
