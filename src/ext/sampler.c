@@ -211,12 +211,12 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     double native_share = 0;
     static sonde_aframe_t frames[SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames : NULL};
-    if (sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
-                       &walk) < 0)
-        return;
-    uint64_t key = walk.line_key;
+    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
+                            &walk);
+    uint64_t key = rc < 0 ? 0 : walk.line_key;
     t->last_wait = wait;
     t->last_key = key;
+    if (rc < 0) return; /* counted in failed_reads; nothing charged */
 
     /* Wall-clock mode charges the time the thread was ready to run but
      * preempted like the time it ran: both are the line's wall time. */
