@@ -64,17 +64,19 @@ def _partial(prof):
 
 
 def _check_cut_stacks(doc, what):
-    """Every stack of the deep program: root first, root and leaf kept, one
-    marker frame between; returns the frames left out over all samples."""
+    """Every stack of the deep program at the bottom of its recursion: root
+    first, root and leaf kept, one marker frame between; returns the frames
+    the markers of all samples say were left out."""
     frames = doc["frames"]
     cut = 0
     deep_samples = 0
     for sample in doc["samples"]:
         names = [frames[i]["name"] for i in sample["frames"]]
-        if "spin" not in names:
+        markers = [i for i, n in enumerate(names) if MARKER_RE.match(n)]
+        if "spin" not in names:  # on the way down (or up): cut or not, its own count
+            cut += sum(int(MARKER_RE.match(names[i]).group(1)) for i in markers) * sample["count"]
             continue
         deep_samples += sample["count"]
-        markers = [i for i, n in enumerate(names) if MARKER_RE.match(n)]
         check(len(markers) == 1, "%s: %d marker frames in %r" % (what, len(markers), names[:4]))
         check(len(names) == DEPTH_LIMIT, "%s: stack of %d frames" % (what, len(names)))
         check(names[0] == "<module>", "%s: root %r is not <module>" % (what, names[0]))
