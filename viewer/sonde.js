@@ -39,6 +39,25 @@
     return V.el('span', { class: 'legend' }, [V.el('span', { class: 'swatch ' + cls }), text]);
   }
 
+  // The JSON's "partial" object (docs/json-format.md) as one sentence, or
+  // '' when the profile is complete.
+  const PARTIAL_PARTS = [
+    ['failed_reads', 'failed stack read', 'failed stack reads'],
+    ['dropped_samples', 'dropped sample', 'dropped samples'],
+    ['threads_left_out', 'thread sample left out', 'thread samples left out'],
+    ['frames_left_out', 'frame left out', 'frames left out'],
+    ['processes_lost', 'process lost', 'processes lost'],
+  ];
+  function partialNote(partial) {
+    if (!partial || typeof partial !== 'object') return '';
+    const parts = [];
+    PARTIAL_PARTS.forEach(function (p) {
+      const n = V.num(partial[p[0]]);
+      if (n > 0) parts.push(V.fmtCount(n) + ' ' + (n === 1 ? p[1] : p[2]));
+    });
+    return parts.length ? 'partial profile: ' + parts.join(', ') : '';
+  }
+
   function cpuSummary(data) {
     const fig = {
       python: V.num(data.cpu_percent_python),
@@ -60,6 +79,8 @@
     ]);
     if (V.num(data.unattributed_percent) > 0)
       box.appendChild(V.el('p', { class: 'note', text: V.num(data.unattributed_percent).toFixed(1) + '% of the sampled time was outside profiled files (not shown)' }));
+    const partial = partialNote(data.partial);
+    if (partial) box.appendChild(V.el('p', { class: 'note partial', text: partial }));
     return box;
   }
 

@@ -3,14 +3,16 @@
  * Owns: the pieces of the remote sampler, a separate process that reads a
  * running CPython's memory (src/pyread/) and the kernel's view of its
  * threads (src/prim/remote.c) without loading anything into it:
- *   accum.c    per-process accumulators: call stacks and (code, line) times
  *   target.c   one sampled process: its threads, one tick of sampling
  *   sampler.c  the sampling loop: rate, duration, stop flag, several
  *              processes, following child processes, progress
  *   profile.c  what was sampled -> the neutral model (src/model/)
  *   dump.c     `sonde dump`: every thread's stack once, as text
  *   spawn.c    `sonde record`: starting the command
- * Called by the CLI (src/cli/attach.c). This code is also linked into the
+ * The bookkeeping (code filter and its cache, thread registry, stack walk
+ * and depth limit, line and stack accumulators, conversion into the model,
+ * partial-profile counters) is the sampling core's (src/sample/), shared
+ * with `sonde run`'s in-process sampler. Called by the CLI (src/cli/attach.c). This code is also linked into the
  * extension module (`python3 -m sonde attach`), so it never exits, never
  * prints (errors are -errno; progress goes through a callback) and never
  * touches libpython. Nothing here runs in a signal handler: the CLI's
@@ -23,13 +25,12 @@
 #include "../model/model.h"
 #include "../prim/prim.h"
 #include "../pyread/pyread.h"
+#include "../sample/sample.h"
 
 #include <signal.h>
 
 #define SONDE_ATTACH_MAX_RATE 10000.0 /* samples per second, highest accepted */
-#define SONDE_ATTACH_MAX_THREADS 1024 /* Python threads sampled per process per tick */
 #define SONDE_ATTACH_MAX_TARGETS 256  /* processes followed at once */
-#define SONDE_ATTACH_LIB_PREFIXES 4   /* library directories inferred per process */
 #define SONDE_ATTACH_CMDLINE 65536    /* bytes of a command line kept */
 
 typedef struct sonde_attach_opts {
@@ -44,61 +45,6 @@ typedef struct sonde_attach_opts {
 /* Fills opts with the defaults above. */
 void sonde_attach_opts_default(sonde_attach_opts_t *opts);
 
-/* ---- accumulators (accum.c) ------------------------------------------------ */
-
-/* A frame as sampled: code id in its process's cache, and line. */
-typedef uint64_t sonde_aframe_t; /* code_id << 32 | (uint32_t)lineno */
-
-static inline sonde_aframe_t sonde_aframe(uint32_t code_id, int32_t lineno)
-{
-    return (uint64_t)code_id << 32 | (uint32_t)lineno;
-}
-static inline uint32_t sonde_aframe_code(sonde_aframe_t f)
-{
-    return (uint32_t)(f >> 32);
-}
-static inline int32_t sonde_aframe_line(sonde_aframe_t f)
-{
-    return (int32_t)(uint32_t)f;
-}
-
-/* One unique stack of one thread slot. */
-typedef struct sonde_astack {
-    uint64_t hash;   /* 0 = empty slot */
-    uint32_t thread; /* thread slot (target.c) */
-    uint32_t depth;
-    size_t frames; /* offset into the pool; innermost frame first */
-    uint64_t samples;
-    sonde_ns_t ns;
-} sonde_astack_t;
-
-/* Time of one (code, line). */
-typedef struct sonde_aline {
-    uint64_t key; /* sonde_aframe_t; 0 = empty slot */
-    sonde_ns_t python_ns, native_ns, system_ns;
-    uint64_t samples;
-} sonde_aline_t;
-
-typedef struct sonde_accum {
-    sonde_astack_t *stacks; /* owned; open addressing */
-    size_t stacks_cap, stacks_used;
-    sonde_aframe_t *pool; /* owned; frames of every stored stack */
-    size_t pool_len, pool_cap;
-    sonde_aline_t *lines; /* owned; open addressing */
-    size_t lines_cap, lines_used;
-    sonde_ns_t unattributed_ns; /* time with no frame of the program's files */
-} sonde_accum_t;
-
-void sonde_accum_init(sonde_accum_t *acc);
-void sonde_accum_free(sonde_accum_t *acc);
-/* Adds one sample of a stack (frames innermost first). Returns the stack's
- * slot index (valid until the next add) or -ENOMEM. */
-ssize_t sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
-                              uint32_t depth, uint64_t samples, sonde_ns_t ns);
-/* Adds time to a line (key non-zero). Returns 0 or -ENOMEM. */
-int sonde_accum_add_line(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,
-                         sonde_ns_t native_ns, sonde_ns_t system_ns);
-
 /* ---- one sampled process (target.c) ----------------------------------------- */
 
 struct sonde_athread; /* private to target.c */
@@ -112,20 +58,17 @@ typedef struct sonde_atarget {
     char *cmdline;       /* owned; its arguments, NUL-separated, read at
                             open (NULL unknown) */
     size_t cmdline_len;
-    char *lib_prefixes[SONDE_ATTACH_LIB_PREFIXES]; /* owned; the library
-                              directories of this interpreter */
-    int n_lib_prefixes;
-    int8_t *code_program; /* owned; per code id: -1 unknown, 0 library, 1 program */
-    size_t code_program_cap;
-    struct sonde_athread *threads; /* owned */
-    size_t n_threads, cap_threads;
-    pid_t *slot_tids; /* owned; thread slot -> kernel tid */
-    size_t n_slots, cap_slots;
-    sonde_aframe_t *walk; /* owned; scratch for one stack walk */
-    sonde_accum_t acc;
-    sonde_ns_t last_tick_ns; /* 0 until the baseline tick */
-    uint64_t ticks;          /* ticks counted (after the baseline) */
-    uint64_t errors;         /* samples ended by a failed read */
+    sonde_codefilter_t filter; /* the program's own files: not under the
+                                  interpreter's library directories, not in
+                                  site-packages/dist-packages */
+    sonde_codecache_t codes;   /* the filter's verdict per code id */
+    sonde_threadreg_t threads; /* of struct sonde_athread */
+    sonde_aframe_t *walk;      /* owned; scratch for one stack walk
+                                  (SONDE_PY_MAX_DEPTH frames) */
+    sonde_accum_t acc;         /* lines, stacks, thread slots, partial counts
+                                  (failed reads: acc.partial.failed_reads) */
+    sonde_ns_t last_tick_ns;   /* 0 until the baseline tick */
+    uint64_t ticks;            /* ticks counted (after the baseline) */
     int fail_streak;         /* consecutive ticks whose thread list failed */
     bool exited;             /* the process is gone (or a zombie) */
     bool retired;            /* stopped reading it (exec'd into something
@@ -140,10 +83,6 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid);
  * The first tick only takes the baseline. Returns 0, or -ESRCH when the
  * process is gone (t->exited is then set). */
 int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now);
-/* The program's-own-file verdict of a code id (the default rule of
- * `sonde run`: not the standard library, not site-packages/dist-packages,
- * not a pseudo-file). */
-bool sonde_atarget_code_is_program(sonde_atarget_t *t, uint32_t code_id);
 /* The path to report for a code's file into buf (relative names joined to
  * the target's working directory). Returns buf. */
 const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, char *buf,
@@ -171,6 +110,11 @@ typedef struct sonde_attach {
     uint64_t ticks;          /* sampling ticks after the first */
     uint64_t rng;
     pid_t *scan_pids, *scan_ppids; /* owned; scratch for the process list */
+    sonde_partial_t partial;       /* processes_lost: children not followed
+                                      (SONDE_ATTACH_MAX_TARGETS) or found
+                                      unreadable */
+    pid_t *lost_pids;              /* owned; those processes, counted once */
+    size_t n_lost, cap_lost;
     bool stopped_by_flag;          /* the stop flag ended the loop */
     bool all_exited;               /* every sampled process exited */
     bool duration_reached;
@@ -179,7 +123,7 @@ typedef struct sonde_attach {
 /* What the progress callback sees. */
 typedef struct sonde_attach_progress {
     uint64_t samples; /* ticks taken */
-    uint64_t errors;  /* samples ended by a failed read, all processes */
+    uint64_t errors;  /* failed reads (partial.failed_reads), all processes */
     double elapsed_sec;
     int processes; /* processes being sampled now */
 } sonde_attach_progress_t;

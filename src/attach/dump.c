@@ -6,7 +6,9 @@
  *     Thread 1234 (idle, in clock_nanosleep): "MainThread"
  *         sleeper (/srv/app.py:10)
  *         <module> (/srv/app.py:20)
- * with the innermost frame first. The state comes from the kernel
+ * with the innermost frame first; a stack deeper than the sampling core's
+ * limit shows "<N frames left out>" between its innermost and outermost
+ * frames. The state comes from the kernel
  * (src/prim/remote.c: "active" when running or runnable, "idle" when
  * blocked, with the system call when known) plus "+gil" for the thread
  * holding the GIL. The target is not stopped: a stack that changes while it
@@ -81,21 +83,15 @@ static void dump_state(const sonde_atarget_t *t, const sonde_pythread_t *pt, son
         sonde_buf_printf(out, ", in system call %ld", nr);
 }
 
-/* Reads one stack (innermost first) into frames; returns the depth or
- * -errno. */
-static int dump_walk(sonde_atarget_t *t, uint64_t tstate, sonde_aframe_t *frames)
+/* Reads one stack (innermost first, cut to the depth limit with its
+ * marker) into t->walk; returns the depth or -errno. */
+static int dump_walk(sonde_atarget_t *t, uint64_t tstate)
 {
-    sonde_pyframe_iter_t it;
-    sonde_pyframe_t frame;
-    int depth = 0;
+    sonde_walk_t walk = {.frames = t->walk};
     sonde_mem_snapshot_begin(&t->proc.mem);
-    int rc = sonde_pyframe_iter_begin(&t->proc, tstate, &it);
-    while (rc == 0 && (rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
-        if (depth < SONDE_PY_MAX_DEPTH) frames[depth++] = sonde_aframe(frame.code_id, frame.lineno);
-        rc = 0;
-    }
+    int rc = sonde_walk_thread(&walk, &t->proc, tstate, &t->codes, &t->filter);
     sonde_mem_snapshot_end(&t->proc.mem);
-    return rc < 0 ? rc : depth;
+    return rc < 0 ? rc : (int)walk.depth;
 }
 
 static void dump_thread(sonde_atarget_t *t, const sonde_pythread_t *pt, sonde_buf_t *out)
@@ -109,7 +105,7 @@ static void dump_thread(sonde_atarget_t *t, const sonde_pythread_t *pt, sonde_bu
 
     int depth = -1;
     for (int attempt = 0; attempt < DUMP_RETRIES && depth < 0; attempt++)
-        depth = dump_walk(t, pt->tstate, t->walk);
+        depth = dump_walk(t, pt->tstate);
     if (depth < 0) {
         sonde_buf_puts(out, "    (stack unreadable: it changed while being read)\n");
         return;
@@ -117,6 +113,12 @@ static void dump_thread(sonde_atarget_t *t, const sonde_pythread_t *pt, sonde_bu
     if (depth == 0) sonde_buf_puts(out, "    (no Python frames)\n");
     for (int i = 0; i < depth; i++) {
         char path[8192];
+        if (sonde_aframe_is_marker(t->walk[i])) {
+            sonde_buf_printf(out, "    %s\n",
+                             sonde_stack_marker_name(sonde_aframe_marker_count(t->walk[i]), path,
+                                                     sizeof path));
+            continue;
+        }
         const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, sonde_aframe_code(t->walk[i]));
         int line = sonde_aframe_line(t->walk[i]);
         sonde_buf_puts(out, "    ");
@@ -151,13 +153,14 @@ int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version
         sonde_atarget_free(&t);
         return rc;
     }
-    threads = malloc(SONDE_ATTACH_MAX_THREADS * sizeof *threads);
+    threads = malloc(SONDE_PY_MAX_THREADS * sizeof *threads);
     if (!threads) {
         rc = -ENOMEM;
         goto done;
     }
     dump_header(&t, out);
-    int n = sonde_pyproc_threads(&t.proc, threads, SONDE_ATTACH_MAX_THREADS);
+    sonde_partial_t partial = {0};
+    int n = sonde_sample_threads(&t.proc, threads, &partial);
     if (n < 0) {
         rc = n;
         goto done;
@@ -167,6 +170,9 @@ int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version
     qsort(threads, (size_t)n, sizeof *threads, dump_by_tid);
     for (int i = 0; i < n; i++)
         dump_thread(&t, &threads[i], out);
+    if (partial.threads_left_out)
+        sonde_buf_printf(out, "\n(%llu more threads left out)\n",
+                         (unsigned long long)partial.threads_left_out);
     rc = sonde_buf_error(out);
 done:
     free(threads);

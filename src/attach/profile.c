@@ -1,13 +1,13 @@
 /* profile.c — what the attach sampler collected, as the neutral profile model.
  *
  * Owns: sonde_attach_to_profile and sonde_attach_split_cmdline. Called by
- * the CLI once sampling has stopped. Turns each process's code ids into
- * names (its reader's code cache), relative file names into absolute ones
- * (the process's working directory), thread slots into thread names
- * ("MainThread" or "thread 1234", as `sonde run --stacks` names them,
- * prefixed by "process 1230 " when several processes were sampled), and fills the model's lines
- * (sonde_profile_add) and call stacks (sonde_profile_add_stack, root first). Plain C; never in a
- * signal handler.
+ * the CLI once sampling has stopped. Describes the run (program, arguments,
+ * version) and hands each process's accumulators to the sampling core's
+ * conversion (src/sample/convert.c: names from the process's code cache,
+ * relative files joined to its working directory, thread names as `sonde
+ * run --stacks` gives them, prefixed by "process 1230 " when several
+ * processes were sampled), then adds the loop's own partial counts
+ * (processes lost). Plain C; never in a signal handler.
  */
 #include "attach.h"
 
@@ -72,36 +72,7 @@ void sonde_attach_split_cmdline(const char *cmdline, size_t len, const char **pr
         args[(*n_args)++] = words[i];
 }
 
-/* ---- names ------------------------------------------------------------------------- */
-
-/* Per target: resolved file paths per code id, made on demand. */
-struct profile_paths {
-    char **by_code; /* owned */
-    uint32_t n;
-};
-
-static const char *profile_path(struct profile_paths *paths, const sonde_atarget_t *t,
-                                uint32_t code_id)
-{
-    const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, code_id);
-    if (!code) return "<unknown>";
-    if (code_id >= paths->n) return code->filename;
-    if (!paths->by_code[code_id]) {
-        char buf[8192];
-        paths->by_code[code_id] = strdup(sonde_atarget_path(t, code->filename, buf, sizeof buf));
-        if (!paths->by_code[code_id]) return code->filename;
-    }
-    return paths->by_code[code_id];
-}
-
-static void profile_paths_free(struct profile_paths *paths)
-{
-    for (uint32_t i = 0; i < paths->n; i++)
-        free(paths->by_code[i]);
-    free(paths->by_code);
-    paths->by_code = NULL;
-    paths->n = 0;
-}
+/* ---- filling the model ----------------------------------------------------------- */
 
 /* Number of distinct processes among the targets. */
 static int profile_processes(const sonde_attach_t *a)
@@ -114,82 +85,6 @@ static int profile_processes(const sonde_attach_t *a)
         count += !seen;
     }
     return count;
-}
-
-/* The model's thread index of each slot of a target. */
-static int profile_thread_indices(const sonde_atarget_t *t, bool several, sonde_profile_t *prof,
-                                  int *indices)
-{
-    for (size_t s = 0; s < t->n_slots; s++) {
-        char name[96];
-        pid_t tid = t->slot_tids[s];
-        int at = 0;
-        if (several) at = snprintf(name, sizeof name, "process %d ", (int)t->pid);
-        if (tid == t->pid)
-            snprintf(name + at, sizeof name - (size_t)at, "MainThread");
-        else if (tid > 0)
-            snprintf(name + at, sizeof name - (size_t)at, "thread %d", (int)tid);
-        else
-            snprintf(name + at, sizeof name - (size_t)at, "thread (unknown id)");
-        int index = sonde_profile_thread(prof, name);
-        if (index < 0) return index;
-        indices[s] = index;
-    }
-    return 0;
-}
-
-/* ---- filling the model ----------------------------------------------------------- */
-
-static int profile_stacks(const sonde_atarget_t *t, struct profile_paths *paths, bool per_thread,
-                          bool several, sonde_profile_t *prof)
-{
-    sonde_stack_frame_t *frames = NULL;
-    int *indices = NULL;
-    int rc = 0;
-    if (!t->acc.stacks_used) return 0;
-    frames = malloc(SONDE_PY_MAX_DEPTH * sizeof *frames);
-    indices = calloc(t->n_slots ? t->n_slots : 1, sizeof *indices);
-    if (!frames || !indices) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    if (per_thread && (rc = profile_thread_indices(t, several, prof, indices)) < 0) goto done;
-    for (size_t i = 0; i < t->acc.stacks_cap; i++) {
-        const sonde_astack_t *s = &t->acc.stacks[i];
-        if (!s->hash) continue;
-        uint32_t depth = s->depth < SONDE_PY_MAX_DEPTH ? s->depth : SONDE_PY_MAX_DEPTH;
-        for (uint32_t k = 0; k < depth; k++) { /* innermost first -> root first */
-            sonde_aframe_t f = t->acc.pool[s->frames + depth - 1 - k];
-            const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, sonde_aframe_code(f));
-            frames[k].func = (char *)(code && code->name ? code->name : "<unknown>");
-            frames[k].file = (char *)profile_path(paths, t, sonde_aframe_code(f));
-            frames[k].line = sonde_aframe_line(f);
-        }
-        int thread = per_thread && s->thread < t->n_slots ? indices[s->thread] : -1;
-        rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
-        if (rc < 0) goto done;
-    }
-done:
-    free(frames);
-    free(indices);
-    return rc;
-}
-
-static int profile_lines(const sonde_atarget_t *t, struct profile_paths *paths,
-                         sonde_profile_t *prof)
-{
-    for (size_t i = 0; i < t->acc.lines_cap; i++) {
-        const sonde_aline_t *line = &t->acc.lines[i];
-        if (!line->key) continue;
-        uint32_t code_id = sonde_aframe_code(line->key);
-        const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, code_id);
-        if (!code || !code->filename) continue;
-        int rc = sonde_profile_add(prof, profile_path(paths, t, code_id), code->name,
-                                   code->firstlineno, sonde_aframe_line(line->key), line->python_ns,
-                                   line->native_ns, line->system_ns, line->samples);
-        if (rc < 0) return rc;
-    }
-    return 0;
 }
 
 /* The run's description from the first target's command line. */
@@ -224,16 +119,16 @@ int sonde_attach_to_profile(const sonde_attach_t *a, const char *program, int ar
 
     for (size_t i = 0; i < a->n_targets && rc == 0; i++) {
         const sonde_atarget_t *t = a->targets[i];
-        struct profile_paths paths = {NULL, 0};
-        uint32_t codes = sonde_pyproc_code_count(&t->proc);
-        if (codes && !(paths.by_code = calloc(codes, sizeof *paths.by_code))) return -ENOMEM;
-        paths.n = codes;
-        rc = profile_lines(t, &paths, prof);
-        if (rc == 0) rc = profile_stacks(t, &paths, a->opts.per_thread, several, prof);
-        prof->unattributed_ns += t->acc.unattributed_ns;
-        profile_paths_free(&paths);
+        sonde_codenames_t names = sonde_codenames_of_proc(&t->proc, t->cwd);
+        sonde_accum_convert_t how = {
+            .per_thread = a->opts.per_thread,
+            .main_tid = t->pid,
+            .process_pid = several ? t->pid : 0,
+        };
+        rc = sonde_accum_to_profile(&t->acc, &names, &how, prof);
     }
     if (rc < 0) return rc;
+    sonde_partial_add(&prof->partial, &a->partial);
     prof->samples = a->ticks;
     sonde_ns_t end = a->stop_ns ? a->stop_ns : sonde_prim_monotonic_ns();
     prof->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;

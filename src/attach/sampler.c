@@ -67,6 +67,7 @@ void sonde_attach_free(sonde_attach_t *a)
     free(a->pending);
     free(a->scan_pids);
     free(a->scan_ppids);
+    free(a->lost_pids);
     memset(a, 0, sizeof *a);
 }
 
@@ -159,6 +160,26 @@ int sonde_attach_add_pending_root(sonde_attach_t *a, pid_t pid)
     return rc;
 }
 
+/* Counts pid as a process lost to the profile (once per pid): a child
+ * not followed, or a Python process that cannot be read. */
+static void sampler_lose(sonde_attach_t *a, pid_t pid)
+{
+    for (size_t i = 0; i < a->n_lost; i++)
+        if (a->lost_pids[i] == pid) return;
+    if (a->n_lost == a->cap_lost) {
+        size_t cap = a->cap_lost ? a->cap_lost * 2 : 16;
+        pid_t *grown = realloc(a->lost_pids, cap * sizeof *grown);
+        if (!grown) {
+            a->partial.processes_lost++; /* counted, perhaps twice */
+            return;
+        }
+        a->lost_pids = grown;
+        a->cap_lost = cap;
+    }
+    a->lost_pids[a->n_lost++] = pid;
+    a->partial.processes_lost++;
+}
+
 /* Tries to open a pending process. Returns true when it is settled (now a
  * target, gone, or a Python that cannot be sampled) and leaves the list. */
 static bool sampler_try_pending(sonde_attach_t *a, struct sonde_apending *p, sonde_ns_t now)
@@ -190,6 +211,7 @@ static bool sampler_try_pending(sonde_attach_t *a, struct sonde_apending *p, son
             a->root_error = rc;
             snprintf(a->root_error_version, sizeof a->root_error_version, "%s", version);
         }
+        if (!p->root) sampler_lose(a, p->pid); /* a root's refusal is an error of its own */
         return true;
     }
     if (rc == -ESRCH) return true;
@@ -241,7 +263,10 @@ static void sampler_find_children(sonde_attach_t *a, sonde_ns_t now)
             pid_t pid = a->scan_pids[i];
             if (pid <= 0 || !sampler_in_family(a, a->scan_ppids[i]) || sampler_in_family(a, pid))
                 continue;
-            if (a->n_targets + a->n_pending >= SONDE_ATTACH_MAX_TARGETS) return;
+            if (a->n_targets + a->n_pending >= SONDE_ATTACH_MAX_TARGETS) {
+                sampler_lose(a, pid);
+                continue;
+            }
             if (sampler_add_pending(a, pid, false, now) < 0) return;
             added = 1;
         }
@@ -273,7 +298,7 @@ void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t 
     memset(progress, 0, sizeof *progress);
     progress->samples = a->ticks;
     for (size_t i = 0; i < a->n_targets; i++) {
-        progress->errors += a->targets[i]->errors;
+        progress->errors += a->targets[i]->acc.partial.failed_reads;
         if (!a->targets[i]->exited && !a->targets[i]->retired) progress->processes++;
     }
     sonde_ns_t end = a->stop_ns ? a->stop_ns : sonde_prim_monotonic_ns();

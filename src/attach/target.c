@@ -16,7 +16,11 @@
  *     I/O, poll) is charged the interval as system time; a futex wait (a
  *     lock, a join, the GIL) is not charged;
  *   - the stack itself is recorded (for flame graphs) when the thread is
- *     running, or always with --idle.
+ *     running, or always with --idle, cut to the sampling core's depth
+ *     limit (SONDE_STACK_MAX_DEPTH, root and leaf kept around a marker).
+ * Threads, the code filter's cache, the walk and the accumulators are the
+ * sampling core's (src/sample/); failed reads and samples dropped for
+ * want of memory are counted in t->acc.partial.
  * A thread that is blocked and has used no CPU since the previous tick
  * cannot have moved: its previous stack is reused without reading the
  * target. Walks read through a page snapshot (sonde_mem_snapshot_begin),
@@ -25,25 +29,22 @@
  */
 #include "attach.h"
 
-#include "../core/pathrule.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct sonde_athread {
-    uint64_t tstate;
-    pid_t listed_tid;       /* the tid the thread state gave (identity) */
+    sonde_thread_key_t key; /* (thread state, the tid it gave); first */
     pid_t tid;              /* kernel tid, 0 when unknown */
     bool tid_seen;          /* the kernel knew tid at least once */
     uint32_t slot;          /* thread slot (names the thread in stacks) */
-    bool seen;              /* present in the latest tick */
     sonde_prim_task_t os;   /* the kernel's view */
     bool have_times;        /* last_cpu_ns is valid */
     sonde_ns_t last_cpu_ns; /* schedstat CPU time at the previous tick */
     bool wait_known;        /* last_wait was read at last_cpu_ns */
     sonde_thread_wait_t last_wait;
-    sonde_aframe_t *stack;   /* owned; last stack read, innermost first */
+    sonde_aframe_t *stack;   /* owned; last stack read, innermost first,
+                                cut to SONDE_STACK_MAX_DEPTH */
     sonde_ns_t stack_cpu_ns; /* CPU time when it was read (schedstat) */
     uint32_t depth, cap;
     bool have_stack;
@@ -69,11 +70,18 @@ static int target_lib_prefixes(sonde_atarget_t *t)
     for (size_t i = 0; i < SONDE_ARRAY_LEN(libs); i++) {
         snprintf(dir, sizeof dir, "%s/%s/python%d.%d", prefix, libs[i], t->proc.version_major,
                  t->proc.version_minor);
-        char *copy = sonde_path_dir_prefix(dir);
-        if (!copy) return -ENOMEM;
-        t->lib_prefixes[t->n_lib_prefixes++] = copy;
+        int rc = sonde_codefilter_add_lib_dir(&t->filter, dir);
+        if (rc < 0) return rc;
     }
     return 0;
+}
+
+/* Releases a thread the sweep dropped (src/sample/threads.c). */
+static void target_thread_release(void *entry)
+{
+    struct sonde_athread *th = entry;
+    sonde_prim_task_close(&th->os);
+    free(th->stack);
 }
 
 int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
@@ -81,6 +89,8 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
     memset(t, 0, sizeof *t);
     t->pid = pid;
     sonde_accum_init(&t->acc);
+    sonde_threadreg_init(&t->threads, sizeof(struct sonde_athread), target_thread_release);
+    t->filter.site_dirs = true;
     int rc = sonde_pyproc_open_pid(&t->proc, pid);
     if (rc != 0) return rc;
     if (sonde_prim_proc_exe(pid, t->exe, sizeof t->exe) != 0) t->exe[0] = 0;
@@ -105,156 +115,61 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
 
 void sonde_atarget_free(sonde_atarget_t *t)
 {
-    for (size_t i = 0; i < t->n_threads; i++) {
-        sonde_prim_task_close(&t->threads[i].os);
-        free(t->threads[i].stack);
-    }
-    free(t->threads);
-    free(t->slot_tids);
+    sonde_threadreg_free(&t->threads);
     free(t->walk);
     free(t->cmdline);
-    free(t->code_program);
-    for (int i = 0; i < t->n_lib_prefixes; i++)
-        free(t->lib_prefixes[i]);
+    sonde_codecache_free(&t->codes);
+    sonde_codefilter_free(&t->filter);
     sonde_accum_free(&t->acc);
     sonde_pyproc_close(&t->proc);
-    t->threads = NULL;
-    t->slot_tids = NULL;
     t->walk = NULL;
     t->cmdline = NULL;
-    t->code_program = NULL;
-    t->n_threads = t->n_slots = t->n_lib_prefixes = 0;
 }
 
 /* ---- files --------------------------------------------------------------------- */
 
-bool sonde_atarget_code_is_program(sonde_atarget_t *t, uint32_t code_id)
-{
-    if (code_id >= t->code_program_cap) {
-        size_t cap = t->code_program_cap ? t->code_program_cap : 256;
-        while (cap <= code_id)
-            cap *= 2;
-        int8_t *grown = realloc(t->code_program, cap);
-        if (!grown) return false;
-        memset(grown + t->code_program_cap, -1, cap - t->code_program_cap);
-        t->code_program = grown;
-        t->code_program_cap = cap;
-    }
-    if (t->code_program[code_id] < 0) {
-        const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, code_id);
-        const char *file = code ? code->filename : NULL;
-        t->code_program[code_id] =
-            !sonde_path_is_pseudo(file) &&
-            !sonde_path_has_prefix(file, t->lib_prefixes, t->n_lib_prefixes) &&
-            !sonde_path_in_site_dir(file);
-    }
-    return t->code_program[code_id] == 1;
-}
-
 const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, char *buf,
                                size_t len)
 {
-    if (!filename) filename = "";
-    if (filename[0] != '/' && filename[0] != '<' && filename[0] && t->cwd[0])
-        snprintf(buf, len, "%s/%s", t->cwd, filename);
-    else
-        snprintf(buf, len, "%s", filename);
-    return buf;
+    sonde_codenames_t names = sonde_codenames_of_proc(&t->proc, t->cwd);
+    return sonde_codenames_path(&names, filename, buf, len);
 }
 
 /* ---- threads ------------------------------------------------------------------- */
 
-static uint32_t target_slot(sonde_atarget_t *t, pid_t tid)
-{
-    for (size_t i = 0; i < t->n_slots; i++)
-        if (t->slot_tids[i] == tid) return (uint32_t)i;
-    if (t->n_slots == t->cap_slots) {
-        size_t cap = t->cap_slots ? t->cap_slots * 2 : 16;
-        pid_t *grown = realloc(t->slot_tids, cap * sizeof *grown);
-        if (!grown) return 0; /* shares slot 0's name rather than fail */
-        t->slot_tids = grown;
-        t->cap_slots = cap;
-    }
-    t->slot_tids[t->n_slots] = tid;
-    return (uint32_t)t->n_slots++;
-}
-
 static struct sonde_athread *target_thread(sonde_atarget_t *t, const sonde_pythread_t *pt)
 {
-    for (size_t i = 0; i < t->n_threads; i++) {
-        struct sonde_athread *th = &t->threads[i];
-        if (th->tstate == pt->tstate && th->listed_tid == pt->native_tid) return th;
+    bool is_new = false;
+    struct sonde_athread *th = sonde_threadreg_get(&t->threads, pt->tstate, pt->native_tid, &is_new);
+    if (th && is_new) {
+        th->tid = pt->native_tid;
+        th->slot = sonde_accum_slot(&t->acc, pt->native_tid);
+        sonde_prim_task_init(&th->os, t->pid, pt->native_tid);
     }
-    if (t->n_threads == t->cap_threads) {
-        size_t cap = t->cap_threads ? t->cap_threads * 2 : 16;
-        struct sonde_athread *grown = realloc(t->threads, cap * sizeof *grown);
-        if (!grown) return NULL;
-        t->threads = grown;
-        t->cap_threads = cap;
-    }
-    struct sonde_athread *th = &t->threads[t->n_threads++];
-    memset(th, 0, sizeof *th);
-    th->tstate = pt->tstate;
-    th->listed_tid = pt->native_tid;
-    th->tid = pt->native_tid;
-    th->slot = target_slot(t, pt->native_tid);
-    sonde_prim_task_init(&th->os, t->pid, pt->native_tid);
     return th;
 }
 
-static void target_sweep(sonde_atarget_t *t)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < t->n_threads; i++) {
-        struct sonde_athread *th = &t->threads[i];
-        if (!th->seen) {
-            sonde_prim_task_close(&th->os);
-            free(th->stack);
-            continue;
-        }
-        th->seen = false;
-        t->threads[k++] = *th;
-    }
-    t->n_threads = k;
-}
-
-/* Reads a thread's stack into th (innermost first) and finds the nearest
- * line of the program's files. Returns 0 or -errno (nothing kept). */
+/* Reads a thread's stack into th (innermost first, cut to the depth
+ * limit) and finds the nearest line of the program's files. Returns 0 or
+ * -errno (nothing kept). */
 static int target_walk(sonde_atarget_t *t, struct sonde_athread *th)
 {
-    sonde_pyframe_iter_t it;
-    sonde_pyframe_t frame;
-    uint32_t depth = 0;
-    bool in_call = false;
-
+    sonde_walk_t walk = {.frames = t->walk};
     th->have_stack = false;
     sonde_mem_snapshot_begin(&t->proc.mem);
-    int rc = sonde_pyframe_iter_begin(&t->proc, th->tstate, &it);
-    while (rc == 0 && (rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
-        if (depth == 0) in_call = frame.in_call;
-        if (depth < SONDE_PY_MAX_DEPTH)
-            t->walk[depth++] = sonde_aframe(frame.code_id, frame.lineno);
-        rc = 0;
-    }
+    int rc = sonde_walk_thread(&walk, &t->proc, th->key.tstate, &t->codes, &t->filter);
     sonde_mem_snapshot_end(&t->proc.mem);
     if (rc < 0) return rc;
-    if (depth > th->cap) {
-        sonde_aframe_t *grown = realloc(th->stack, depth * sizeof *grown);
+    if (walk.depth > th->cap) {
+        sonde_aframe_t *grown = realloc(th->stack, walk.depth * sizeof *grown);
         if (!grown) return -ENOMEM;
         th->stack = grown;
-        th->cap = depth;
+        th->cap = walk.depth;
     }
-    if (depth) memcpy(th->stack, t->walk, depth * sizeof *t->walk);
-    th->depth = depth;
-    th->in_call = in_call;
-    th->line_key = 0;
-    for (uint32_t i = 0; i < depth; i++) {
-        sonde_aframe_t f = t->walk[i];
-        if (sonde_aframe_line(f) > 0 && sonde_atarget_code_is_program(t, sonde_aframe_code(f))) {
-            th->line_key = f;
-            break;
-        }
-    }
+    if (walk.depth) memcpy(th->stack, walk.frames, walk.depth * sizeof *walk.frames);
+    th->depth = walk.depth;
+    th->in_call = walk.have_innermost && walk.innermost.in_call;
+    th->line_key = walk.line_key;
     th->have_stack = true;
     return 0;
 }
@@ -332,7 +247,6 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
     struct target_os_view view;
     struct sonde_athread *th = target_thread(t, pt);
     if (!th) return;
-    th->seen = true;
     if (target_os_view(th, pt, wall, &view) < 0) return; /* the thread ended */
     if (baseline || (opts->gil_only && !pt->holds_gil)) return;
 
@@ -346,8 +260,12 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
     bool unmoved =
         th->have_stack && !view.running && view.have_cpu && view.cpu_ns == th->stack_cpu_ns;
     if (!unmoved) {
-        if (target_walk(t, th) < 0) {
-            t->errors++;
+        int rc = target_walk(t, th);
+        if (rc < 0) {
+            if (rc == -ENOMEM)
+                t->acc.partial.dropped_samples++;
+            else
+                t->acc.partial.failed_reads++;
             return;
         }
         th->stack_cpu_ns = view.cpu_ns;
@@ -356,13 +274,10 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
         sonde_ns_t native_ns = th->in_call ? view.run_ns : 0;
         sonde_ns_t python_ns = view.run_ns - native_ns;
         sonde_ns_t system_ns = charge_system ? view.blocked_ns : 0;
-        if (!th->line_key ||
-            sonde_accum_add_line(&t->acc, th->line_key, python_ns, native_ns, system_ns) < 0)
-            t->acc.unattributed_ns += python_ns + native_ns + system_ns;
+        sonde_accum_charge(&t->acc, th->line_key, python_ns, native_ns, system_ns);
     }
-    if (keep_stack && th->depth > 0 &&
-        sonde_accum_add_stack(&t->acc, th->slot, th->stack, th->depth, 1, wall) < 0)
-        t->errors++;
+    if (keep_stack && th->depth > 0) /* out of memory: counted as dropped */
+        sonde_accum_add_stack(&t->acc, th->slot, th->stack, th->depth, 1, wall);
 }
 
 /* Whether the process has exited (gone, or a zombie waiting to be reaped). */
@@ -375,7 +290,7 @@ static bool target_gone(const sonde_atarget_t *t)
 
 int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now)
 {
-    sonde_pythread_t threads[SONDE_ATTACH_MAX_THREADS];
+    static sonde_pythread_t threads[SONDE_PY_MAX_THREADS]; /* the sampling thread's */
     if (t->exited || t->retired) return t->exited ? -ESRCH : 0;
     bool baseline = t->last_tick_ns == 0;
     sonde_ns_t wall = baseline || now < t->last_tick_ns ? 0 : now - t->last_tick_ns;
@@ -388,21 +303,21 @@ int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sond
     t->last_tick_ns = now;
 
     sonde_mem_snapshot_begin(&t->proc.mem);
-    int n = sonde_pyproc_threads(&t->proc, threads, SONDE_ATTACH_MAX_THREADS);
+    int n = sonde_sample_threads(&t->proc, threads, &t->acc.partial);
     sonde_mem_snapshot_end(&t->proc.mem);
     if (n < 0) {
         if (n == -ESRCH || target_gone(t)) {
             t->exited = true;
             return -ESRCH;
         }
-        t->errors++;
+        t->acc.partial.failed_reads++;
         t->fail_streak++;
         return 0;
     }
     t->fail_streak = 0;
     for (int i = 0; i < n; i++)
         target_thread_tick(t, opts, &threads[i], wall, baseline);
-    target_sweep(t);
+    sonde_threadreg_sweep(&t->threads);
     if (!baseline) t->ticks++;
     return 0;
 }

@@ -1,9 +1,10 @@
 /* keytab.h — a hash table of accumulators keyed by a non-zero 64-bit key.
  *
  * Owns: the open-addressing table (linear probing, power-of-two capacity,
- * at most three quarters full) that the CPU sampler (src/ext/sampler.c)
- * and the memory callback (src/ext/memory_hook.c) keep their per-line
- * accumulators in. Entries are plain structs of any size whose first member
+ * at most three quarters full) that the sampling core's line accumulators
+ * (src/sample/accum.c: the in-process sampler and the attach reader) and
+ * the memory callback (src/ext/memory_hook.c) keep their per-line figures
+ * in. Entries are plain structs of any size whose first member
  * is the uint64_t key, 0 meaning an empty slot; the table is the caller's
  * array with its capacity and count, so callers iterate it directly. No
  * locking (callers hold their own); allocates with calloc, so it is not

@@ -16,44 +16,24 @@
 #include "../model/model.h"
 #include "../prim/prim.h"
 #include "../pyread/pyread.h"
+#include "../sample/sample.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 /* ---- which files are profiled (filter.c) --------------------------------- */
 
-#define SONDE_MAX_LIB_PREFIXES 64
-
-typedef struct sonde_filter {
-    bool profile_all;
-    char *lib_prefixes[SONDE_MAX_LIB_PREFIXES]; /* owned; never profiled by default */
-    int n_lib_prefixes;
-    char *only[SONDE_MAX_PATTERNS];             /* owned; NULL-free list */
-    int n_only;
-    char *exclude[SONDE_MAX_PATTERNS];          /* owned */
-    int n_exclude;
-} sonde_filter_t;
+/* The rule of the sampling core (src/sample/filter.c), filled from the
+ * running interpreter. */
+typedef sonde_codefilter_t sonde_filter_t;
 
 /* Builds the filter from options and the running interpreter (standard
  * library, site-packages, sonde's own package). Returns 0 or -ENOMEM. */
 int sonde_filter_init_gil(sonde_filter_t *filter, const sonde_run_opts_t *opts,
                           const char *sonde_pkg_dir);
 void sonde_filter_free(sonde_filter_t *filter);
-/* True if time in this file is reported on its own lines. Pure. */
-bool sonde_filter_wants(const sonde_filter_t *filter, const char *path);
 
 /* ---- the sampler thread (sampler.c) --------------------------------------- */
-
-typedef struct sonde_line_acc { /* accumulated time of one (code, line) */
-    uint64_t key;               /* code_id << 32 | lineno; 0 = empty slot */
-    sonde_ns_t python_ns, native_ns, system_ns;
-    uint64_t samples;
-    uint32_t calls_native, calls_python; /* checked call instructions */
-    /* GPU readings attached to the line's samples, weighted by the time
-     * each charged (gpu.c; sonde_line_gpu_t); 0 without. */
-    uint64_t gpu_samples;
-    double gpu_sec, gpu_util_sum, gpu_mem_sum_mb, gpu_peak_mb;
-} sonde_line_acc_t;
 
 /* What the GPU reader (gpu.c) gives the sampler for one tick. */
 typedef struct sonde_gpu_reading {
@@ -73,8 +53,6 @@ typedef struct sonde_gpu_cursor {
 
 struct sonde_gpu;
 
-struct sonde_sampler_thread; /* private to sampler.c */
-
 typedef struct sonde_sampler {
     /* Set before start, read-only while running. */
     sonde_ns_t interval_ns;
@@ -87,16 +65,11 @@ typedef struct sonde_sampler {
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;
-    sonde_line_acc_t *lines;        /* owned; open addressing */
-    size_t lines_cap, lines_used;
-    int8_t *code_wanted;            /* owned; per code id: -1 unknown, 0, 1 */
-    size_t code_wanted_cap;
-    struct sonde_sampler_thread *threads; /* owned */
-    size_t n_threads, cap_threads;
-    sonde_profile_t stacks;         /* owned; call stacks when record_stacks */
+    sonde_accum_t acc;              /* lines, stacks (record_stacks), partial counts */
+    sonde_codecache_t codes;        /* the filter's verdict per code id */
+    sonde_threadreg_t threads;      /* of struct sonde_sampler_thread */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
-    sonde_ns_t unattributed_ns;
     uint64_t rng;
     bool first_tick;
     sonde_gpu_cursor_t gpu_cursor;  /* GPU readings up to the last tick */
@@ -207,14 +180,16 @@ typedef struct sonde_memory {
      * the real allocator) and, after the shim has stopped, by the report. */
     pthread_mutex_t lock;
     sonde_pyproc_t proc;              /* direct reader of this process */
-    int8_t *code_wanted;              /* owned; per code id: -1 unknown, 0, 1 */
-    size_t code_wanted_cap;
+    sonde_codecache_t codes;          /* the filter's verdict per code id */
     sonde_memory_line_t *lines;       /* owned; open addressing */
     size_t lines_cap, lines_used;
     sonde_timeline_t footprint;       /* owned; program footprint over time */
     double max_footprint_mb;
     uint64_t max_footprint_key;       /* line of the sample at the peak */
-    uint64_t samples, unattributed_samples, copy_samples, dropped;
+    uint64_t samples, unattributed_samples, copy_samples;
+    uint64_t dropped;                 /* samples (or timeline points) lost to
+                                         out of memory: partial.dropped_samples */
+    uint64_t failed_reads;            /* stacks that could not be read */
 } sonde_memory_t;
 
 /* Starts memory profiling for the session: finds the shim, wraps Python's

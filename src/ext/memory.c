@@ -214,12 +214,10 @@ void sonde_memory_restore_gil(sonde_memory_t *m)
 static bool memory_where(sonde_memory_t *m, uint64_t key, const char *cwd, char *path, size_t len,
                          const sonde_pycode_t **code_out)
 {
-    const sonde_pycode_t *code = sonde_pyproc_code(&m->proc, (uint32_t)(key >> 32));
+    sonde_codenames_t names = sonde_codenames_of_proc(&m->proc, cwd);
+    const sonde_pycode_t *code = sonde_pyproc_code(&m->proc, sonde_aframe_code(key));
     if (!code || !code->filename) return false;
-    if (code->filename[0] != '/' && code->filename[0] != '<' && cwd && *cwd)
-        snprintf(path, len, "%s/%s", cwd, code->filename);
-    else
-        snprintf(path, len, "%s", code->filename);
+    sonde_codenames_path(&names, code->filename, path, len);
     *code_out = code;
     return true;
 }
@@ -310,6 +308,8 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
             if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
         }
     }
+    prof->partial.dropped_samples += m->dropped;
+    prof->partial.failed_reads += m->failed_reads;
     prof->max_footprint_mb = m->max_footprint_mb;
     free(prof->max_footprint_file);
     prof->max_footprint_file = NULL;
@@ -334,7 +334,7 @@ void sonde_memory_free(sonde_memory_t *m)
     for (size_t i = 0; i < m->lines_cap; i++)
         sonde_timeline_free(&m->lines[i].timeline);
     free(m->lines);
-    free(m->code_wanted);
+    sonde_codecache_free(&m->codes);
     sonde_timeline_free(&m->footprint);
     sonde_pyproc_close(&m->proc);
     pthread_mutex_destroy(&m->lock);

@@ -17,7 +17,9 @@
  * The current line is found by reading the calling thread's own frames
  * through src/pyread with plain copies (the thread is inside malloc, so
  * its frame chain cannot change under it), up to the nearest frame of a
- * profiled file, as the CPU sampler does.
+ * profiled file, with the CPU sampler's walk and code filter cache (the
+ * sampling core, src/sample/). A sample lost for want of memory is counted
+ * in dropped (the report's partial.dropped_samples).
  */
 #include "ext.h"
 
@@ -50,40 +52,18 @@ static void memory_timeline_add_unlocked(sonde_memory_t *m, sonde_timeline_t *tl
 
 /* ---- where the thread is ------------------------------------------------------------ */
 
-static bool memory_code_wanted_unlocked(sonde_memory_t *m, uint32_t code_id)
-{
-    if (code_id >= m->code_wanted_cap) {
-        size_t cap = m->code_wanted_cap ? m->code_wanted_cap : 256;
-        while (cap <= code_id)
-            cap *= 2;
-        int8_t *wanted = realloc(m->code_wanted, cap);
-        if (!wanted) return false;
-        memset(wanted + m->code_wanted_cap, -1, cap - m->code_wanted_cap);
-        m->code_wanted = wanted;
-        m->code_wanted_cap = cap;
-    }
-    if (m->code_wanted[code_id] < 0) {
-        const sonde_pycode_t *code = sonde_pyproc_code(&m->proc, code_id);
-        m->code_wanted[code_id] =
-            code && code->filename && sonde_filter_wants(m->filter, code->filename);
-    }
-    return m->code_wanted[code_id] == 1;
-}
-
 /* The key of the calling thread's nearest profiled line, 0 if none (not a
- * Python thread, or no profiled frame on its stack). */
+ * Python thread, no profiled frame on its stack, or a failed read). */
 static uint64_t memory_locate_unlocked(sonde_memory_t *m)
 {
     PyThreadState *tstate = PyGILState_GetThisThreadState();
     if (!tstate) return 0;
-    sonde_pyframe_iter_t it;
-    sonde_pyframe_t frame;
-    if (sonde_pyframe_iter_begin(&m->proc, (uint64_t)(uintptr_t)tstate, &it) < 0) return 0;
-    while (sonde_pyframe_iter_next(&it, &frame) == 1) {
-        if (frame.lineno > 0 && memory_code_wanted_unlocked(m, frame.code_id))
-            return ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
+    sonde_walk_t walk = {.frames = NULL}; /* the line only: no stack buffer here */
+    if (sonde_walk_thread(&walk, &m->proc, (uint64_t)(uintptr_t)tstate, &m->codes, m->filter) < 0) {
+        m->failed_reads++;
+        return 0;
     }
-    return 0;
+    return walk.line_key;
 }
 
 /* ---- the samples ------------------------------------------------------------------------- */
@@ -114,15 +94,22 @@ static void memory_sample_unlocked(sonde_memory_t *m, uint64_t key, const sonde_
         m->max_footprint_mb = footprint_mb;
         m->max_footprint_key = key;
     }
-    sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
-    if (!line) {
+    if (!key) {
         m->unattributed_samples++;
+        return;
+    }
+    sonde_memory_line_t *line = memory_line_unlocked(m, key);
+    if (!line) {
+        m->dropped++;
         return;
     }
     memory_charge(line, ev);
     memory_timeline_add_unlocked(m, &line->timeline, t, footprint_mb);
     sonde_memory_line_t *func = memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key));
-    if (func) memory_charge(func, ev);
+    if (func)
+        memory_charge(func, ev);
+    else
+        m->dropped++;
 }
 
 uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)

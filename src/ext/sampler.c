@@ -11,7 +11,12 @@
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
  * With a GPU, each charge also carries the GPU readings of its tick
- * (gpu.c, sonde_gpu_interval), weighted by the time charged.
+ * (gpu.c, sonde_gpu_interval), weighted by the time charged. The
+ * bookkeeping is the sampling core's (src/sample/): the code filter's
+ * cache, the thread registry, the stack walk and its depth limit, the
+ * line and stack accumulators and the partial-profile counters (failed
+ * reads, samples dropped for want of memory, threads and frames left out),
+ * shared with the memory callback and the attach reader.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
  * async-signal-safe entry (it writes to an eventfd). The thread blocks all
  * signals, so the program's signals are never delivered to it.
@@ -25,12 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SAMPLER_MAX_THREADS 1024 /* Python threads examined per tick */
-
 typedef struct sonde_sampler_thread {
-    uint64_t tstate;
-    pid_t tid;
-    bool seen;                 /* present in the latest tick */
+    sonde_thread_key_t key;    /* (thread state, tid); first (threads.c) */
     sonde_ns_t last_cpu_ns;    /* on CPU since the thread started */
     sonde_ns_t last_runq_ns;   /* runnable but preempted, since it started */
     sonde_thread_wait_t last_wait;
@@ -40,26 +41,11 @@ typedef struct sonde_sampler_thread {
 
 /* ---- accumulation ------------------------------------------------------- */
 
-/* The accumulator for key, created if needed; NULL when out of memory. */
-static sonde_line_acc_t *sampler_line(sonde_sampler_t *s, uint64_t key)
-{
-    return sonde_keytab_get((void **)&s->lines, &s->lines_cap, &s->lines_used, sizeof *s->lines,
-                            1024, key);
-}
-
 static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_ns,
                            sonde_ns_t native_ns, sonde_ns_t system_ns)
 {
-    sonde_line_acc_t *acc = key ? sampler_line(s, key) : NULL;
-    if (!acc) {
-        s->unattributed_ns += python_ns + native_ns + system_ns;
-        return;
-    }
-    acc->python_ns += python_ns;
-    acc->native_ns += native_ns;
-    acc->system_ns += system_ns;
-    acc->samples++;
-    if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
+    sonde_line_acc_t *acc = sonde_accum_charge(&s->acc, key, python_ns, native_ns, system_ns);
+    if (acc && s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
         double sec = (double)(python_ns + native_ns + system_ns) / 1e9;
         acc->gpu_samples++;
         acc->gpu_sec += sec;
@@ -70,100 +56,24 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_n
     }
 }
 
-/* ---- which code objects are profiled --------------------------------------- */
-
-static bool sampler_code_wanted(sonde_sampler_t *s, uint32_t code_id)
-{
-    if (code_id >= s->code_wanted_cap) {
-        size_t cap = s->code_wanted_cap ? s->code_wanted_cap : 256;
-        while (cap <= code_id) cap *= 2;
-        int8_t *wanted = realloc(s->code_wanted, cap);
-        if (!wanted) return false;
-        memset(wanted + s->code_wanted_cap, -1, cap - s->code_wanted_cap);
-        s->code_wanted = wanted;
-        s->code_wanted_cap = cap;
-    }
-    if (s->code_wanted[code_id] < 0) {
-        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, code_id);
-        s->code_wanted[code_id] =
-            code && code->filename && sonde_filter_wants(s->filter, code->filename);
-    }
-    return s->code_wanted[code_id] == 1;
-}
-
 /* ---- threads ------------------------------------------------------------------ */
+
+/* Releases a thread the sweep dropped (threads.c). */
+static void sampler_thread_release(void *entry)
+{
+    sonde_sampler_thread_t *t = entry;
+    sonde_prim_thread_close(&t->os);
+}
 
 static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t tstate,
                                                     pid_t tid, bool *is_new)
 {
-    for (size_t i = 0; i < s->n_threads; i++) {
-        sonde_sampler_thread_t *t = &s->threads[i];
-        if (t->tstate == tstate && t->tid == tid) {
-            *is_new = false;
-            return t;
-        }
+    sonde_sampler_thread_t *t = sonde_threadreg_get(&s->threads, tstate, tid, is_new);
+    if (t && *is_new) {
+        t->last_wait = SONDE_WAIT_RUNNING;
+        sonde_prim_thread_init(&t->os, tid);
     }
-    if (s->n_threads == s->cap_threads) {
-        size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
-        sonde_sampler_thread_t *threads = realloc(s->threads, cap * sizeof *threads);
-        if (!threads) return NULL;
-        s->threads = threads;
-        s->cap_threads = cap;
-    }
-    sonde_sampler_thread_t *t = &s->threads[s->n_threads++];
-    memset(t, 0, sizeof *t);
-    t->tstate = tstate;
-    t->tid = tid;
-    t->last_wait = SONDE_WAIT_RUNNING;
-    sonde_prim_thread_init(&t->os, tid);
-    *is_new = true;
     return t;
-}
-
-static void sampler_threads_sweep(sonde_sampler_t *s)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < s->n_threads; i++) {
-        sonde_sampler_thread_t *t = &s->threads[i];
-        if (!t->seen) {
-            sonde_prim_thread_close(&t->os);
-            continue;
-        }
-        t->seen = false;
-        s->threads[k++] = *t;
-    }
-    s->n_threads = k;
-}
-
-/* A sample's call stack, innermost first. */
-#define SAMPLER_MAX_STACK 256
-typedef struct sampler_stack {
-    sonde_pyframe_t frames[SAMPLER_MAX_STACK];
-    uint32_t depth;
-} sampler_stack_t;
-
-/* Records a sample's stack (root first) with its weight. Out of memory
- * loses the sample's stack, nothing else. */
-static void sampler_record_stack(sonde_sampler_t *s, const sampler_stack_t *stack, pid_t tid,
-                                 sonde_ns_t ns)
-{
-    sonde_stack_frame_t frames[SAMPLER_MAX_STACK];
-    uint32_t n = 0;
-    for (uint32_t i = stack->depth; i-- > 0;) {
-        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, stack->frames[i].code_id);
-        if (!code) continue;
-        frames[n].func = (char *)(code->name ? code->name : "?");
-        frames[n].file = (char *)(code->filename ? code->filename : "?");
-        frames[n].line = stack->frames[i].lineno;
-        n++;
-    }
-    char name[32];
-    if (tid == getpid())
-        snprintf(name, sizeof name, "MainThread");
-    else
-        snprintf(name, sizeof name, "thread %d", (int)tid);
-    int thread = sonde_profile_thread(&s->stacks, name);
-    if (thread >= 0 && n > 0) sonde_profile_add_stack(&s->stacks, frames, n, thread, 1, ns);
 }
 
 /* Reads the innermost frame of a thread: its address and what it is
@@ -220,7 +130,7 @@ static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
  * seen stopped on a call is more often inside it than passing through. */
 static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int answer)
 {
-    sonde_line_acc_t *acc = key ? sampler_line(s, key) : NULL;
+    sonde_line_acc_t *acc = sonde_accum_line(&s->acc, key);
     if (answer >= 0) {
         if (acc) {
             if (answer) acc->calls_native++;
@@ -232,35 +142,28 @@ static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int an
     return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 1.0);
 }
 
-/* Walks a thread's stack: *native_share is the share of its running time
- * to count as native code called from its innermost frame (running: the
- * thread is on CPU now, so a call can be checked); returns the key of the
- * nearest profiled line, 0 if none. */
-static uint64_t sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
-                               double *native_share, sampler_stack_t *stack)
+/* Walks a thread's stack (w->frames set: keeping it): *native_share is the
+ * share of its running time to count as native code called from its
+ * innermost frame (running: the thread is on CPU now, so a call can be
+ * checked). w->line_key is the nearest profiled line, 0 if none. Returns
+ * 0, or -errno when the stack could not be read (counted as a failed
+ * read; nothing is charged). */
+static int sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
+                          double *native_share, sonde_walk_t *w)
 {
-    sonde_pyframe_iter_t it;
-    sonde_pyframe_t frame;
-    uint64_t innermost_addr = 0;
     *native_share = 0;
-    if (stack) stack->depth = 0;
-    int rc = sampler_innermost(s, tstate, &innermost_addr, &frame, &it);
-    if (rc != 1) return 0;
-    sonde_pyframe_t innermost = frame;
-    uint64_t key = 0;
-    do {
-        if (stack && stack->depth < SAMPLER_MAX_STACK) stack->frames[stack->depth++] = frame;
-        if (!key && frame.lineno > 0 && sampler_code_wanted(s, frame.code_id)) {
-            key = ((uint64_t)frame.code_id << 32) | (uint32_t)frame.lineno;
-            if (!stack) break;
-        }
-    } while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1);
-    if (innermost.in_call) {
-        int answer = running ? sampler_still_in_call(s, tstate, tid, innermost_addr, &innermost)
-                             : 1; /* blocked inside the call: native */
-        *native_share = sampler_call_native_share(s, key, answer);
+    int rc = sonde_walk_thread(w, &s->proc, tstate, &s->codes, s->filter);
+    if (rc < 0) {
+        s->acc.partial.failed_reads++;
+        return rc;
     }
-    return key;
+    if (w->have_innermost && w->innermost.in_call) {
+        int answer = running ? sampler_still_in_call(s, tstate, tid, w->innermost_addr,
+                                                     &w->innermost)
+                             : 1; /* blocked inside the call: native */
+        *native_share = sampler_call_native_share(s, w->line_key, answer);
+    }
+    return 0;
 }
 
 /* One thread's share of a tick. */
@@ -271,7 +174,6 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     bool is_new = false;
     sonde_sampler_thread_t *t = sampler_thread_entry(s, pt->tstate, pt->native_tid, &is_new);
     if (!t) return;
-    t->seen = true;
     sonde_ns_t cpu_ns = 0, runq_ns = 0;
     if (sonde_prim_thread_times(&t->os, &cpu_ns, &runq_ns) < 0) return;
     if (is_new && s->first_tick) {
@@ -305,11 +207,14 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
     double native_share = 0;
-    static sampler_stack_t stack; /* the sampler thread's alone */
-    uint64_t key = sampler_locate(s, pt->tstate, t->tid, wait == SONDE_WAIT_RUNNING, &native_share,
-                                  s->record_stacks ? &stack : NULL);
+    static sonde_aframe_t frames[SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
+    sonde_walk_t walk = {.frames = s->record_stacks ? frames : NULL};
+    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
+                            &walk);
+    uint64_t key = rc < 0 ? 0 : walk.line_key;
     t->last_wait = wait;
     t->last_key = key;
+    if (rc < 0) return; /* counted in failed_reads; nothing charged */
 
     /* Wall-clock mode charges the time the thread was ready to run but
      * preempted like the time it ran: both are the line's wall time. */
@@ -320,21 +225,25 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
     if (python_ns + native_ns + system_ns == 0) return;
     sampler_charge(s, key, python_ns, native_ns, system_ns);
-    if (s->record_stacks && stack.depth > 0)
-        sampler_record_stack(s, &stack, t->tid, python_ns + native_ns + system_ns);
+    if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
+        sonde_accum_add_stack(&s->acc, sonde_accum_slot(&s->acc, t->key.tid), walk.frames,
+                              walk.depth, 1, python_ns + native_ns + system_ns);
 }
 
 static void sampler_tick(sonde_sampler_t *s)
 {
-    sonde_pythread_t threads[SAMPLER_MAX_THREADS];
+    static sonde_pythread_t threads[SONDE_PY_MAX_THREADS]; /* the sampler thread's alone */
     sonde_ns_t now = sonde_prim_monotonic_ns();
     sonde_ns_t wall_ns = now - s->last_tick_ns;
     s->last_tick_ns = now;
-    int n = sonde_pyproc_threads(&s->proc, threads, SAMPLER_MAX_THREADS);
-    if (n < 0) return;
+    int n = sonde_sample_threads(&s->proc, threads, &s->acc.partial);
+    if (n < 0) {
+        s->acc.partial.failed_reads++;
+        return;
+    }
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
     for (int i = 0; i < n; i++) sampler_tick_thread(s, &threads[i], wall_ns);
-    sampler_threads_sweep(s);
+    sonde_threadreg_sweep(&s->threads);
     if (!s->first_tick) s->ticks++;
     s->first_tick = false;
 }
@@ -397,6 +306,7 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     int rc;
     s->wake_fd = -1;
     s->thread_started = false;
+    sonde_threadreg_init(&s->threads, sizeof(sonde_sampler_thread_t), sampler_thread_release);
     atomic_store(&s->stop_requested, false);
     atomic_store(&s->term_requested, false);
     s->first_tick = true;
@@ -469,41 +379,11 @@ int sonde_sampler_resume(sonde_sampler_t *s)
 
 int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof)
 {
-    char path[8192];
-    for (size_t i = 0; i < s->lines_cap; i++) {
-        const sonde_line_acc_t *acc = &s->lines[i];
-        if (!acc->key) continue;
-        const sonde_pycode_t *code = sonde_pyproc_code(&s->proc, (uint32_t)(acc->key >> 32));
-        if (!code || !code->filename) continue;
-        const char *file = code->filename;
-        if (file[0] != '/' && file[0] != '<' && cwd && *cwd) {
-            snprintf(path, sizeof path, "%s/%s", cwd, file);
-            file = path;
-        }
-        int rc = sonde_profile_add(prof, file, code->name, code->firstlineno,
-                                   (int)(uint32_t)acc->key, acc->python_ns, acc->native_ns,
-                                   acc->system_ns, acc->samples);
-        if (rc == 0 && acc->gpu_samples) {
-            sonde_line_gpu_t gpu = {acc->gpu_util_sum, acc->gpu_samples, acc->gpu_mem_sum_mb,
-                                    acc->gpu_peak_mb, acc->gpu_sec};
-            rc = sonde_profile_add_gpu(prof, file, code->name, code->firstlineno,
-                                       (int)(uint32_t)acc->key, &gpu);
-        }
-        if (rc < 0) return rc;
-    }
-    for (size_t i = 0; i < s->stacks.n_stacks; i++) {
-        const sonde_stack_t *st = &s->stacks.stacks[i];
-        sonde_stack_frame_t frames[SAMPLER_MAX_STACK];
-        uint32_t n = st->depth < SAMPLER_MAX_STACK ? st->depth : SAMPLER_MAX_STACK;
-        for (uint32_t j = 0; j < n; j++) frames[j] = s->stacks.frames[st->frames[j]];
-        int thread = st->thread >= 0 ? sonde_profile_thread(prof, s->stacks.thread_names[st->thread])
-                                     : -1;
-        if (thread < -1) return thread;
-        int rc = sonde_profile_add_stack(prof, frames, n, thread, st->samples, st->ns);
-        if (rc < 0) return rc;
-    }
+    sonde_codenames_t names = sonde_codenames_of_proc(&s->proc, cwd);
+    sonde_accum_convert_t how = {.per_thread = true, .main_tid = getpid()};
+    int rc = sonde_accum_to_profile(&s->acc, &names, &how, prof);
+    if (rc < 0) return rc;
     prof->samples = s->ticks;
-    prof->unattributed_ns = s->unattributed_ns;
     sonde_ns_t end = s->stop_ns ? s->stop_ns : sonde_prim_monotonic_ns();
     prof->elapsed_sec = (double)(end - s->start_ns) / 1e9;
     prof->interval_sec = (double)s->interval_ns / 1e9;
@@ -513,15 +393,9 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
 
 void sonde_sampler_free(sonde_sampler_t *s)
 {
-    for (size_t i = 0; i < s->n_threads; i++) sonde_prim_thread_close(&s->threads[i].os);
-    free(s->threads);
-    free(s->lines);
-    free(s->code_wanted);
-    s->threads = NULL;
-    s->lines = NULL;
-    s->code_wanted = NULL;
-    s->n_threads = s->cap_threads = s->lines_cap = s->lines_used = s->code_wanted_cap = 0;
-    sonde_profile_free(&s->stacks);
+    sonde_threadreg_free(&s->threads);
+    sonde_accum_free(&s->acc);
+    sonde_codecache_free(&s->codes);
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);

@@ -129,6 +129,21 @@ void sonde_profile_init(sonde_profile_t *prof)
     memset(prof, 0, sizeof *prof);
 }
 
+void sonde_partial_add(sonde_partial_t *dst, const sonde_partial_t *src)
+{
+    dst->failed_reads += src->failed_reads;
+    dst->dropped_samples += src->dropped_samples;
+    dst->threads_left_out += src->threads_left_out;
+    dst->frames_left_out += src->frames_left_out;
+    dst->processes_lost += src->processes_lost;
+}
+
+bool sonde_partial_any(const sonde_partial_t *p)
+{
+    return p->failed_reads || p->dropped_samples || p->threads_left_out || p->frames_left_out ||
+           p->processes_lost;
+}
+
 static void model_file_free(sonde_file_stats_t *file)
 {
     free(file->path);

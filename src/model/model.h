@@ -50,6 +50,27 @@ typedef struct sonde_line_gpu {
     double sec;                 /* seconds those samples charged (the weights) */
 } sonde_line_gpu_t;
 
+/* What a profile misses: every count that makes it partial, in one place
+ * (docs/json-format.md, "partial"). All zero for a complete profile.
+ * Producers add to it (the sampling core, src/sample/; the memory
+ * profiler, src/ext/memory*.c; the attach loop); the JSON writer always
+ * writes it, the terminal report names the non-zero ones in one line. */
+typedef struct sonde_partial {
+    uint64_t failed_reads;     /* samples (or thread lists) ended by a failed read */
+    uint64_t dropped_samples;  /* samples taken but not kept: out of memory in
+                                  the sampler, dropped memory samples */
+    uint64_t threads_left_out; /* thread samples not taken: a tick listed more
+                                  threads than the sampler takes (summed over ticks) */
+    uint64_t frames_left_out;  /* frames cut from recorded stacks by the depth
+                                  limit (summed over samples) */
+    uint64_t processes_lost;   /* processes that could not be followed or read */
+} sonde_partial_t;
+
+/* Adds src's counts to dst. */
+void sonde_partial_add(sonde_partial_t *dst, const sonde_partial_t *src);
+/* True when any count is non-zero. */
+bool sonde_partial_any(const sonde_partial_t *partial);
+
 typedef struct sonde_line_stats {
     int lineno;
     sonde_ns_t python_ns; /* on CPU, executing bytecode */
@@ -95,6 +116,7 @@ typedef struct sonde_profile {
     bool virtual_time;        /* only CPU time was sampled */
     uint64_t samples;         /* sampler ticks taken */
     sonde_ns_t unattributed_ns; /* time with no profiled frame on the stack */
+    sonde_partial_t partial;    /* what the profile misses; zeros when complete */
     sonde_file_stats_t *files; /* owned; sorted by path after finish */
     size_t n_files, cap_files;
     sonde_ns_t total_ns;       /* sum over all files */

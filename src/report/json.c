@@ -6,7 +6,8 @@
  * here without touching this file. Every string goes through
  * sonde_buf_json_string (which also keeps "</script>" out of the output,
  * for the HTML viewer) and every fraction through sonde_buf_json_number.
- * Also writes each file's source text (so that a report viewer can show
+ * Always writes "partial", the counts of what the profile misses (zeros
+ * when it is complete). Also writes each file's source text (so that a report viewer can show
  * the lines around the hot ones) and, when the profile has call stacks,
  * the top-level "call_stacks" object (flame graphs). Called by the CLI,
  * the extension and the HTML writer after sampling; never in a signal
@@ -58,6 +59,24 @@ static void json_figures(sonde_buf_t *out, const sonde_profile_t *prof, const so
     }
 }
 
+/* "partial": what the profile misses (sonde_partial_t), always written,
+ * zeros when complete; followed by ",\n". */
+static void json_partial(sonde_buf_t *out, const sonde_partial_t *partial)
+{
+    json_key(out, "  ", "partial");
+    sonde_buf_puts(out, "{\"failed_reads\": ");
+    json_count(out, partial->failed_reads);
+    sonde_buf_puts(out, ", \"dropped_samples\": ");
+    json_count(out, partial->dropped_samples);
+    sonde_buf_puts(out, ", \"threads_left_out\": ");
+    json_count(out, partial->threads_left_out);
+    sonde_buf_puts(out, ", \"frames_left_out\": ");
+    json_count(out, partial->frames_left_out);
+    sonde_buf_puts(out, ", \"processes_lost\": ");
+    json_count(out, partial->processes_lost);
+    sonde_buf_puts(out, "},\n");
+}
+
 static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
 {
     const char *in = "  ";
@@ -106,6 +125,7 @@ static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
         out, sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns),
         JSON_PERCENT_DIGITS);
     sonde_buf_puts(out, ",\n");
+    json_partial(out, &prof->partial);
 }
 
 /* ---- memory (sonde run --memory; only when prof->has_memory) ------------- */

@@ -14,6 +14,7 @@
 void sonde__frame_label(sonde_buf_t *out, const sonde_stack_frame_t *frame)
 {
     sonde_buf_puts(out, frame->func ? frame->func : "");
+    if (!frame->file || !frame->file[0]) return; /* a marker: "<N frames left out>" */
     sonde_buf_puts(out, " (");
     sonde_buf_puts(out, frame->file ? frame->file : "");
     if (frame->line > 0)

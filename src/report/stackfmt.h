@@ -11,7 +11,8 @@
 
 #include "report.h"
 
-/* Appends "func (file:line)" ("func (file)" when the line is unknown),
+/* Appends "func (file:line)" ("func (file)" when the line is unknown,
+ * "func" alone without a file: the depth limit's marker frame),
  * unescaped, to out. */
 void sonde__frame_label(sonde_buf_t *out, const sonde_stack_frame_t *frame);
 

@@ -3,7 +3,8 @@
  * Owns: the layout of the report a user sees when the program exits: a
  * header for the run, then per file (hottest first) a table of lines —
  * Line | one cell per titled column of sonde__columns | time bar | source —
- * and a table of functions. Figures are percentages of the run's total
+ * and a table of functions; a partial profile (sonde_partial_t) says so in
+ * one header line. Figures are percentages of the run's total
  * time, the same numbers as the JSON report. Called by the CLI and the
  * extension after sampling has stopped; never in a signal handler.
  */
@@ -319,6 +320,34 @@ static void text_gpu_header(text_ctx_t *ctx)
     text_end_line(ctx);
 }
 
+/* One line naming what a partial profile misses (the non-zero counts). */
+static void text_partial(text_ctx_t *ctx)
+{
+    const sonde_partial_t *p = &ctx->prof->partial;
+    sonde__tline_t *tl = &ctx->tl;
+    const struct {
+        uint64_t count;
+        const char *one, *many;
+    } parts[] = {
+        {p->failed_reads, "failed stack read", "failed stack reads"},
+        {p->dropped_samples, "dropped sample", "dropped samples"},
+        {p->threads_left_out, "thread sample left out", "thread samples left out"},
+        {p->frames_left_out, "frame left out", "frames left out"},
+        {p->processes_lost, "process lost", "processes lost"},
+    };
+    const char *sep = ": ";
+    sonde__tline_sgr(tl, "33");
+    sonde__tline_text(tl, "partial profile");
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(parts); i++) {
+        if (!parts[i].count) continue;
+        sonde__tline_printf(tl, "%s%llu %s", sep, (unsigned long long)parts[i].count,
+                            parts[i].count == 1 ? parts[i].one : parts[i].many);
+        sep = ", ";
+    }
+    sonde__tline_sgr(tl, NULL);
+    text_end_line(ctx);
+}
+
 static void text_header(text_ctx_t *ctx)
 {
     const sonde_profile_t *prof = ctx->prof;
@@ -360,6 +389,7 @@ static void text_header(text_ctx_t *ctx)
             sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns));
         text_end_line(ctx);
     }
+    if (sonde_partial_any(&prof->partial)) text_partial(ctx);
     if (prof->has_memory) text_memory_header(ctx);
     if (prof->has_gpu) text_gpu_header(ctx);
 }

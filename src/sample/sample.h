@@ -1,0 +1,279 @@
+/* sample.h — the sampling core shared by every front end.
+ *
+ * Owns: what the in-process sampler (src/ext/sampler.c), the memory
+ * callback (src/ext/memory_hook.c) and the attach reader (src/attach/)
+ * all do with a sampled interpreter, once:
+ *   filter.c   which files are profiled (the path rule) and the per-code-id
+ *              cache of that verdict; naming code ids (file, function)
+ *   threads.c  the registry of sampled threads and its sweep; listing a
+ *              tick's threads (those beyond SONDE_SAMPLE_MAX_THREADS are
+ *              counted as left out)
+ *   walk.c     one stack walk: the nearest profiled line, the frames cut
+ *              to SONDE_STACK_MAX_DEPTH with a marker frame
+ *   accum.c    the (code, line) and stack accumulators of one process
+ *   convert.c  accumulators -> the neutral model (src/model/)
+ * Links no libpython: frames come from src/pyread/. Nothing here is
+ * async-signal-safe (tables allocate); the memory callback calls the
+ * filter and the walk from inside allocator hooks, where the shim's guard
+ * sends those allocations straight to libc. No locking: each table has
+ * one owner thread (or its owner's lock).
+ */
+#ifndef SONDE_SAMPLE_H
+#define SONDE_SAMPLE_H
+
+#include "../core/common.h"
+#include "../model/model.h"
+#include "../pyread/pyread.h"
+
+#include <sys/types.h>
+
+/* ---- limits (one for every mode) ---------------------------------------- */
+
+/* Python threads sampled per process per tick; further ones are counted in
+ * sonde_partial_t.threads_left_out. */
+#define SONDE_SAMPLE_MAX_THREADS 1024
+/* Frames kept of one sample's stack, marker included. A deeper stack keeps
+ * its SONDE_STACK_KEEP_ROOT outermost frames and its SONDE_STACK_KEEP_LEAF
+ * innermost ones, with one marker frame between them that says how many
+ * were left out ("<N frames left out>"). */
+#define SONDE_STACK_MAX_DEPTH 256
+#define SONDE_STACK_KEEP_ROOT (SONDE_STACK_MAX_DEPTH / 2)
+#define SONDE_STACK_KEEP_LEAF (SONDE_STACK_MAX_DEPTH - SONDE_STACK_KEEP_ROOT - 1)
+
+/* ---- frames as sampled ------------------------------------------------------ */
+
+/* A frame: code id in its process's code cache, and line. */
+typedef uint64_t sonde_aframe_t; /* code_id << 32 | (uint32_t)lineno */
+
+/* The code id of a marker frame; its line field is the count of frames it
+ * stands for. Never a real code id (ids are dense from 0). */
+#define SONDE_AFRAME_MARKER_CODE 0xffffffffu
+
+static inline sonde_aframe_t sonde_aframe(uint32_t code_id, int32_t lineno)
+{
+    return (uint64_t)code_id << 32 | (uint32_t)lineno;
+}
+static inline uint32_t sonde_aframe_code(sonde_aframe_t f)
+{
+    return (uint32_t)(f >> 32);
+}
+static inline int32_t sonde_aframe_line(sonde_aframe_t f)
+{
+    return (int32_t)(uint32_t)f;
+}
+static inline bool sonde_aframe_is_marker(sonde_aframe_t f)
+{
+    return sonde_aframe_code(f) == SONDE_AFRAME_MARKER_CODE;
+}
+static inline uint32_t sonde_aframe_marker_count(sonde_aframe_t f)
+{
+    return (uint32_t)f;
+}
+
+/* Cuts frames[0..*depth-1] (innermost first) in place to at most
+ * SONDE_STACK_MAX_DEPTH entries: the innermost SONDE_STACK_KEEP_LEAF, a
+ * marker, the outermost SONDE_STACK_KEEP_ROOT. cut_at_root: the walk
+ * stopped before the real root (read bound, cycle), so the outermost
+ * frames are not the root: then the marker ends the stack after the
+ * innermost SONDE_STACK_MAX_DEPTH - 1 frames, and stands for the rest
+ * read. Returns the number of frames the marker stands for (0: nothing
+ * cut, no marker). Pure. */
+uint32_t sonde_stack_limit(sonde_aframe_t *frames, uint32_t *depth, bool cut_at_root);
+
+/* ---- which files are profiled (filter.c) ------------------------------------ */
+
+/* The rule: a real file (not "<string>", "<frozen ...>") is profiled unless
+ * its path contains an exclude pattern; with only patterns, it must
+ * contain one of them; otherwise with profile_all every real file is,
+ * else those outside the library directories (and, with site_dirs, outside
+ * any site-packages/dist-packages directory). */
+typedef struct sonde_codefilter {
+    bool profile_all;
+    bool site_dirs;      /* any site-packages/dist-packages component is a library */
+    char **lib_prefixes; /* owned; directories ending in '/' */
+    int n_lib_prefixes;
+    char **only; /* owned; substrings */
+    int n_only;
+    char **exclude; /* owned; substrings */
+    int n_exclude;
+} sonde_codefilter_t;
+
+/* Adds a library directory (dropped when NULL, "" or already there).
+ * Returns 0 or -ENOMEM. */
+int sonde_codefilter_add_lib_dir(sonde_codefilter_t *f, const char *dir);
+/* Adds a --profile-only / --profile-exclude pattern (copied). Returns 0
+ * or -ENOMEM. */
+int sonde_codefilter_add_only(sonde_codefilter_t *f, const char *pattern);
+int sonde_codefilter_add_exclude(sonde_codefilter_t *f, const char *pattern);
+/* True if time in this file is reported on its own lines. Pure. */
+bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path);
+/* Frees what the filter owns and zeroes it. */
+void sonde_codefilter_free(sonde_codefilter_t *f);
+
+/* Names code ids: the reader's code cache (or, in unit tests, any table)
+ * and the directory that relative file names are joined to. */
+typedef struct sonde_codenames {
+    const sonde_pycode_t *(*code)(const void *source, uint32_t code_id); /* NULL: unknown */
+    const void *source; /* borrowed */
+    const char *cwd;    /* borrowed; NULL or "" when unknown */
+} sonde_codenames_t;
+
+/* Names from a reader's code cache (valid while proc is open). */
+sonde_codenames_t sonde_codenames_of_proc(const sonde_pyproc_t *proc, const char *cwd);
+/* The file name to report for filename into buf: a relative name joined to
+ * the working directory. Returns buf. */
+const char *sonde_codenames_path(const sonde_codenames_t *names, const char *filename, char *buf,
+                                 size_t len);
+
+/* The filter's verdict per code id, decided once per code object. */
+typedef struct sonde_codecache {
+    int8_t *verdict; /* owned; per code id: -1 unknown, 0 no, 1 profiled */
+    size_t cap;
+} sonde_codecache_t;
+
+/* Whether code_id's file is profiled (asked of the filter on first
+ * sight). Out of memory or an unknown code id: false. */
+bool sonde_codecache_wants(sonde_codecache_t *c, const sonde_codefilter_t *f,
+                           const sonde_codenames_t *names, uint32_t code_id);
+void sonde_codecache_free(sonde_codecache_t *c);
+
+/* ---- threads (threads.c) ------------------------------------------------------ */
+
+/* The first member of every registry entry. */
+typedef struct sonde_thread_key {
+    uint64_t tstate; /* the PyThreadState's address */
+    pid_t tid;       /* the kernel tid the thread state gave (identity) */
+    bool seen;       /* present in the current tick */
+} sonde_thread_key_t;
+
+/* Sampled threads, identified by (thread state, tid): entries of
+ * entry_size bytes beginning with a sonde_thread_key_t. */
+typedef struct sonde_threadreg {
+    char *entries; /* owned */
+    size_t entry_size;
+    size_t n, cap;
+    void (*release)(void *entry); /* frees what an entry owns; may be NULL */
+} sonde_threadreg_t;
+
+void sonde_threadreg_init(sonde_threadreg_t *r, size_t entry_size, void (*release)(void *entry));
+/* The entry of (tstate, tid), marked seen; a new one is zeroed but for its
+ * key (*is_new set). Pointers are valid until the next get or sweep.
+ * Returns NULL when memory runs out. */
+void *sonde_threadreg_get(sonde_threadreg_t *r, uint64_t tstate, pid_t tid, bool *is_new);
+/* Entry i (0 <= i < r->n). */
+static inline void *sonde_threadreg_at(const sonde_threadreg_t *r, size_t i)
+{
+    return r->entries + i * r->entry_size;
+}
+/* End of a tick: releases and drops the threads not seen in it, and
+ * clears the mark of the others. Returns the number dropped. */
+size_t sonde_threadreg_sweep(sonde_threadreg_t *r);
+/* Releases every entry and frees the table. */
+void sonde_threadreg_free(sonde_threadreg_t *r);
+
+/* Lists a tick's thread states into threads (SONDE_PY_MAX_THREADS
+ * entries): returns how many to sample (at most SONDE_SAMPLE_MAX_THREADS;
+ * those beyond are added to partial->threads_left_out), or -errno as
+ * sonde_pyproc_threads. */
+int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads,
+                         sonde_partial_t *partial);
+
+/* ---- one stack walk (walk.c) ----------------------------------------------------- */
+
+typedef struct sonde_walk {
+    sonde_aframe_t *frames;     /* borrowed; SONDE_PY_MAX_DEPTH entries, or
+                                   NULL: find the line only */
+    uint32_t depth;             /* frames kept, innermost first (limit applied) */
+    uint32_t left_out;          /* frames the marker stands for, 0 without */
+    sonde_aframe_t line_key;    /* nearest frame of a profiled file with a
+                                   line, 0 when none */
+    bool have_innermost;        /* the thread had a Python frame */
+    sonde_pyframe_t innermost;  /* what its innermost frame executes */
+    uint64_t innermost_addr;    /* the innermost frame's address */
+} sonde_walk_t;
+
+/* Walks tstate's stack, innermost first: finds the nearest line of a
+ * profiled file and, with w->frames, keeps the stack (cut by
+ * sonde_stack_limit). Without frames the walk ends at the line found.
+ * Returns 0, or -errno when a read failed (the sample is then unusable:
+ * the caller counts it in failed_reads). */
+int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
+                      sonde_codecache_t *codes, const sonde_codefilter_t *filter);
+
+/* ---- accumulators (accum.c) -------------------------------------------------------- */
+
+/* Time of one (code, line). */
+typedef struct sonde_line_acc {
+    uint64_t key; /* sonde_aframe_t; 0 = empty slot (a keytab entry) */
+    sonde_ns_t python_ns, native_ns, system_ns;
+    uint64_t samples;
+    uint32_t calls_native, calls_python; /* in-process: checked call instructions */
+    /* GPU readings attached to the line's samples, weighted by the time
+     * each charged (src/ext/gpu.c; sonde_line_gpu_t); 0 without. */
+    uint64_t gpu_samples;
+    double gpu_sec, gpu_util_sum, gpu_mem_sum_mb, gpu_peak_mb;
+} sonde_line_acc_t;
+
+/* One unique stack of one thread slot. */
+typedef struct sonde_stack_acc {
+    uint64_t hash;   /* 0 = empty slot */
+    uint32_t thread; /* thread slot */
+    uint32_t depth;
+    size_t frames; /* offset into the pool; innermost first */
+    uint64_t samples;
+    sonde_ns_t ns;
+} sonde_stack_acc_t;
+
+/* What one process's sampling gathered. */
+typedef struct sonde_accum {
+    sonde_line_acc_t *lines; /* owned; keytab */
+    size_t lines_cap, lines_used;
+    sonde_stack_acc_t *stacks; /* owned; open addressing */
+    size_t stacks_cap, stacks_used;
+    sonde_aframe_t *pool; /* owned; frames of every stored stack */
+    size_t pool_len, pool_cap;
+    pid_t *slot_tids; /* owned; thread slot -> kernel tid */
+    size_t n_slots, cap_slots;
+    sonde_ns_t unattributed_ns; /* time with no frame of a profiled file */
+    sonde_partial_t partial;    /* what this process's profile misses */
+} sonde_accum_t;
+
+void sonde_accum_init(sonde_accum_t *acc);
+void sonde_accum_free(sonde_accum_t *acc);
+/* The line's accumulator (key non-zero), created zeroed if needed; NULL
+ * when memory runs out. Valid until the next call. */
+sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
+/* Charges time to a line: one sample. key 0 charges unattributed time.
+ * Out of memory drops the sample (counted in partial.dropped_samples).
+ * Returns the line's accumulator, or NULL (unattributed or dropped). */
+sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
+                                     sonde_ns_t python_ns, sonde_ns_t native_ns,
+                                     sonde_ns_t system_ns);
+/* The thread slot of a kernel tid (created on first use). Out of memory:
+ * slot 0's. */
+uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid);
+/* Adds samples of a stack (frames innermost first, as sonde_walk_t keeps
+ * them; depth at most SONDE_STACK_MAX_DEPTH); a marker frame in it adds
+ * its count x samples to partial.frames_left_out. Out of memory drops the
+ * sample (partial.dropped_samples). Returns 0 or -ENOMEM. */
+int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                          uint32_t depth, uint64_t samples, sonde_ns_t ns);
+
+/* ---- into the model (convert.c) ------------------------------------------------------ */
+
+typedef struct sonde_accum_convert {
+    bool per_thread;   /* stacks per thread slot (else merged, thread -1) */
+    pid_t main_tid;    /* the tid named "MainThread" (the process's pid) */
+    pid_t process_pid; /* non-zero: thread names start "process PID " */
+} sonde_accum_convert_t;
+
+/* Adds what acc gathered to prof: each line's times (and GPU figures)
+ * under its file and function, each stack root first (a marker frame
+ * named "<N frames left out>"), unattributed time and the partial
+ * counters. Code ids are named through names. Returns 0 or -ENOMEM. */
+int sonde_accum_to_profile(const sonde_accum_t *acc, const sonde_codenames_t *names,
+                           const sonde_accum_convert_t *how, sonde_profile_t *prof);
+/* The name of a marker frame standing for count frames, into buf. */
+const char *sonde_stack_marker_name(uint32_t count, char *buf, size_t len);
+
+#endif
