@@ -27,6 +27,8 @@
 
 #include <string.h>
 
+#define FRAME_NULL_OBJECT_MAX 4096 /* an f_executable below this is no object */
+
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -107,6 +109,10 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
         return 0;
     /* 3.14+: a _PyStackRef; its tag bits cleared as PyStackRef_AsPyObjectBorrow does */
     uint64_t code_addr = frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;
+    /* 3.14+: a frame being popped has f_executable cleared to the NULL
+     * stack reference (tag bits only) before tstate->current_frame leaves
+     * it: a sampler racing the return sees it; its caller is the sample */
+    if (code_addr < FRAME_NULL_OBJECT_MAX && off->frame_model == SONDE_PYFRAMES_DIRECT) return 0;
     rc = sonde_pycode_get(proc, code_addr, &hit);
     if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT)
         return 0; /* 3.13+: f_executable is not a code object */
