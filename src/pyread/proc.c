@@ -5,7 +5,8 @@
  * starts (it knows its own version and addresses); open_pid by the attach
  * and dump commands, which know only a pid: it finds the executable and any
  * libpython3.N.so in /proc/PID/maps, opens the file through /proc/PID/root
- * (the target's mount namespace), takes the load bias from the mapping at
+ * (the target's mount namespace; the path as named when the target runs
+ * in a chroot of the reader's namespace), takes the load bias from the mapping at
  * file offset 0 and the lowest PT_LOAD address, finds _PyRuntime (symbol,
  * or the .PyRuntime section of a stripped binary), detects the version
  * (_Py_DebugOffsets on 3.13+, Py_Version on 3.11+, else the file name and
@@ -347,6 +348,10 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
 
     snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, image->path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* /proc/PID/maps names files as the reader's root sees them: a target
+     * in another mount namespace needs /proc/PID/root, one in a chroot of
+     * ours (same namespace) is found under the path itself */
+    if (fd < 0 && errno == ENOENT) fd = open(image->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -errno;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;
