@@ -17,6 +17,10 @@ when it is made or cannot be); the final line counts those too.
 (beside the default compiler's build/test/<name>); --werror builds with
 WERROR=1 (every warning an error).
 
+Interpreters: see tests/pythons.py (PYTHONS="...", or found on this machine;
+--python PATH adds and selects one; the supported range is the one in
+src/pyread/pyversions.h).
+
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). A module-level `ONCE = True` runs the
 module's tests with the first interpreter only (tests of the command itself).
@@ -35,28 +39,8 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+import pythons  # noqa: E402
 import support  # noqa: E402
-
-
-def find_interpreters():
-    found = []
-    for path in sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python")):
-        try:
-            out = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        parts = tuple(int(x) for x in out.split(".")) if out else ()
-        if parts and (3, 8) <= parts[:2] <= (3, 13):
-            found.append((out, path, parts))
-    if os.path.exists("/usr/bin/python3"):
-        out = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                             capture_output=True, text=True).stdout.strip()
-        parts = tuple(int(x) for x in out.split("."))
-        if (3, 8) <= parts[:2] <= (3, 13):
-            found.append((out + "-system", "/usr/bin/python3", parts))
-    found.sort(key=lambda f: (f[2], f[0]))
-    return found
 
 
 def build(name, python, cc="", werror=False):
@@ -217,20 +201,23 @@ def main():
     args = ap.parse_args()
 
     results = Results(args.v)
-    interps = find_interpreters()
+    paths = [p for p in args.python if os.sep in p]
+    for path in paths:
+        info = pythons.describe(path) if os.path.isfile(path) else None
+        lo, hi = pythons.supported_range()
+        if not info or not lo <= info[2][:2] <= hi:
+            print("--python %s: not a CPython %s interpreter" % (path, pythons.range_text()))
+            print("0 passed, 1 failed")
+            return 1
+    interps = pythons.find_interpreters(paths)
     if args.python:
-        chosen = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
-                                            for p in args.python)]
-        for p in args.python:
-            if os.sep in p and not any(p == i[1] for i in chosen) and os.access(p, os.X_OK):
-                out = subprocess.run([p, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                                     capture_output=True, text=True).stdout.strip()
-                if out:
-                    suffix = "-sid" if args.inside_chroot else "-" + os.path.basename(p)
-                    chosen.append((out + suffix, p, tuple(int(x) for x in out.split("."))))
-        interps = chosen
+        interps = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
+                                             for p in args.python)]
+    if args.inside_chroot:
+        # Debian unstable's interpreters, named so in the host's summary
+        interps = [(n.replace("-system", "-sid"), p, v) for n, p, v in interps]
     if not interps:
-        print("no CPython 3.8-3.13 interpreter found")
+        print("no CPython %s interpreter found" % pythons.range_text())
         print("0 passed, 1 failed")
         return 1
     print("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps), flush=True)

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 
+import pythons
 from support import check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,17 +47,8 @@ def program(name):
 
 
 def interpreters():
-    """Every installed CPython 3.8-3.13 (path list), as tests/run.py finds them."""
-    found = sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python"))
-    if os.path.exists("/usr/bin/python3"):
-        found.append("/usr/bin/python3")
-    usable = []
-    for path in found:
-        proc = subprocess.run([path, "-c", "import sys; print(sys.version_info[:2] >= (3, 8) and sys.version_info[:2] <= (3, 13))"],
-                              capture_output=True, text=True)
-        if proc.stdout.strip() == "True":
-            usable.append(path)
-    return usable
+    """Every supported interpreter (path list), as tests/run.py finds them."""
+    return [path for _, path, _ in pythons.find_interpreters()]
 
 
 def load_stats(env, path, python=None):

@@ -36,6 +36,8 @@ TREE=$(cd "$(dirname "$0")/.." && pwd)
 do_mount() {
     mountpoint -q "$DIR/proc" || mount -t proc proc "$DIR/proc" || return 1
     mountpoint -q "$DIR/dev" || mount --bind /dev "$DIR/dev" || return 1
+    # the terminal tests open ptys: devpts is a mount of its own
+    mountpoint -q "$DIR/dev/pts" || mount --bind /dev/pts "$DIR/dev/pts" || return 1
 }
 
 # binds this source tree (and /tmp, where tests keep their files) at the
@@ -49,6 +51,7 @@ bind_tree() {
 do_umount() {
     mountpoint -q "$DIR$TREE" && umount "$DIR$TREE"
     mountpoint -q "$DIR/tmp" && umount "$DIR/tmp"
+    mountpoint -q "$DIR/dev/pts" && umount "$DIR/dev/pts"
     mountpoint -q "$DIR/dev" && umount "$DIR/dev"
     mountpoint -q "$DIR/proc" && umount "$DIR/proc"
     return 0

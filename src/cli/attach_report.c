@@ -69,20 +69,11 @@ void sonde_attach_cli_open_error(pid_t pid, int rc, const char *version)
         break;
     }
     case -ENOTSUP: {
-        int major = 0, minor = 0;
-        if (version && version[0] && sscanf(version, "%d.%d", &major, &minor) == 2 && major == 3 &&
-            minor >= 8 && minor <= 13)
-            sonde_cli_error("pid %d runs Python %s with a memory layout sonde does not recognise "
-                            "(a modified build?); sonde reads the CPython 3.8 to 3.13 releases",
-                            (int)pid, version);
-        else if (version && version[0])
-            sonde_cli_error("pid %d runs Python %s, which sonde does not support (it reads "
-                            "CPython 3.8 to 3.13)",
-                            (int)pid, version);
-        else
-            sonde_cli_error("pid %d runs a Python version sonde does not support (it reads "
-                            "CPython 3.8 to 3.13)",
-                            (int)pid);
+        int major = 0, minor = 0, micro = 0;
+        char why[256];
+        if (version) sscanf(version, "%d.%d.%d", &major, &minor, &micro);
+        sonde_pyversion_unsupported_text(why, sizeof why, major, minor, micro);
+        sonde_cli_error("pid %d runs %s", (int)pid, why);
         break;
     }
     default:

@@ -171,8 +171,12 @@ int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
 error:
     sonde_memory_restore_gil(m);
     sonde_memory_free(m);
-    PyErr_Format(PyExc_RuntimeError, "sonde: cannot start memory profiling: %s%s", strerror(-rc),
-                 rc == -ENOTSUP ? " (this Python version is not supported)" : "");
+    char why[256] = "";
+    if (rc == -ENOTSUP)
+        sonde_pyversion_unsupported_text(why, sizeof why, PY_MAJOR_VERSION, PY_MINOR_VERSION,
+                                         PY_MICRO_VERSION);
+    PyErr_Format(PyExc_RuntimeError, "sonde: cannot start memory profiling: %s%s",
+                 why[0] ? "this is " : strerror(-rc), why);
     return rc;
 }
 

@@ -411,8 +411,12 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     rc = sonde_sampler_start_gil(&s->sampler);
     if (rc < 0) {
         session_clear(s);
-        PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s", strerror(-rc),
-                     rc == -ENOTSUP ? " (this Python version is not supported)" : "");
+        char why[256] = "";
+        if (rc == -ENOTSUP)
+            sonde_pyversion_unsupported_text(why, sizeof why, PY_MAJOR_VERSION, PY_MINOR_VERSION,
+                                             PY_MICRO_VERSION);
+        PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s",
+                     why[0] ? "this is " : strerror(-rc), why);
         return rc;
     }
     if (opts->memory && (rc = sonde_memory_start_gil(&s->memory, opts, &s->filter)) < 0) {

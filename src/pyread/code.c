@@ -29,10 +29,11 @@
 #define CODE_MAX_IDS (1u << 20) /* code objects one reader tracks */
 #define CODE_BLOCK_SHIFT 10     /* infos per block: 1024 */
 #define CODE_BLOCK_SIZE (1u << CODE_BLOCK_SHIFT)
-#define CODE_HEADER_MAX 512      /* bytes of a code header we read */
 #define CODE_INITIAL_SLOTS 1024  /* power of two */
 #define CODE_MONITORING_READ 128 /* bytes of _PyCoMonitoringData read */
 #define CODE_TYPE_NAME_MAX 8     /* "code" plus NUL, with room */
+#define CODE_LINE_ENTRY_MIN 2    /* bytes per line-data entry (3.14+: 2 to 5) */
+#define CODE_LINE_ENTRY_MAX 8
 
 /* The header fields a cached entry is validated against. */
 struct code_sig {
@@ -270,7 +271,8 @@ static int code_check_type(sonde_pyproc_t *proc, uint64_t type)
  * (3.12+). Leaves the arrays NULL when the code is not instrumented or the
  * data cannot be read. */
 static void code_read_monitoring(sonde_pyproc_t *proc, const uint8_t *header, const uint8_t *code,
-                                 uint32_t n_units, uint8_t **orig_line, uint8_t **orig_instr)
+                                 uint32_t n_units, uint8_t **orig_line, size_t *line_stride,
+                                 uint8_t **orig_instr)
 {
     const sonde_pyoffsets_t *off = proc->off;
     uint8_t data[CODE_MONITORING_READ];
@@ -291,11 +293,28 @@ static void code_read_monitoring(sonde_pyproc_t *proc, const uint8_t *header, co
     uint64_t lines = code_rd64(data, off->monitoring_lines);
     uint64_t per_instr = code_rd64(data, off->monitoring_per_instruction_opcodes);
     if (has_line && lines) {
-        size_t len = (size_t)n_units * (size_t)off->line_data_size;
-        *orig_line = malloc(len ? len : 1);
-        if (*orig_line && sonde_mem_read(&proc->mem, lines, *orig_line, len) != 0) {
-            free(*orig_line);
-            *orig_line = NULL;
+        size_t stride = off->line_data_size > 0 ? (size_t)off->line_data_size : 0;
+        uint64_t entries = lines + (uint64_t)(off->line_data_entries > 0 ? off->line_data_entries : 0);
+        uint8_t first = 0;
+        if (sonde_mem_read(&proc->mem, lines, &first, 1) != 0) first = 0;
+        if (off->line_data_bytes_per_entry >= 0 ||
+            (off->minor == 13 && first >= CODE_LINE_ENTRY_MIN && first <= CODE_LINE_ENTRY_MAX)) {
+            /* 3.14+, and 3.13 from the micro that took CPython gh-127953:
+             * a byte of entry size first (a 3.13.0 table starts with the
+             * opcode hidden at unit 0, RESUME, never line-instrumented: 0) */
+            stride = first;
+            entries = lines + 1;
+            if (off->line_data_bytes_per_entry >= 0)
+                entries = lines + (uint64_t)off->line_data_entries;
+        }
+        if (stride >= 1 && stride <= CODE_LINE_ENTRY_MAX) {
+            size_t len = (size_t)n_units * stride;
+            *orig_line = malloc(len ? len : 1);
+            if (*orig_line && sonde_mem_read(&proc->mem, entries, *orig_line, len) != 0) {
+                free(*orig_line);
+                *orig_line = NULL;
+            }
+            *line_stride = stride;
         }
     }
     if (has_instr && per_instr) {
@@ -339,9 +358,9 @@ static int code_classify(sonde_pyproc_t *proc, uint64_t addr, const uint8_t *hea
         rc = -ENOMEM;
         goto error;
     }
-    code_read_monitoring(proc, header, code, info->n_units, &orig_line, &orig_instr);
-    sonde_pycode_call_bits(off, code, info->n_units, orig_line,
-                           off->line_data_size > 0 ? (size_t)off->line_data_size : 1, orig_instr,
+    size_t line_stride = 1;
+    code_read_monitoring(proc, header, code, info->n_units, &orig_line, &line_stride, &orig_instr);
+    sonde_pycode_call_bits(off, code, info->n_units, orig_line, line_stride, orig_instr,
                            info->call_bits);
 error:
     free(orig_line);
@@ -438,11 +457,11 @@ void sonde_pycode_cache_free(sonde_pyproc_t *proc)
 int sonde_pycode_get(sonde_pyproc_t *proc, uint64_t addr, sonde_pycode_hit_t *hit)
 {
     struct sonde_pycode_cache *cache = proc->codes;
-    uint8_t header[CODE_HEADER_MAX];
+    uint8_t header[SONDE_PYREAD_CODE_HEADER_MAX];
     struct code_sig sig;
     uint32_t id = 0;
 
-    if (cache == NULL || cache->header_len > CODE_HEADER_MAX) return -EINVAL;
+    if (cache == NULL || cache->header_len > SONDE_PYREAD_CODE_HEADER_MAX) return -EINVAL;
     struct code_slot *slot = code_slot_find(cache, addr);
     if (slot->addr == addr && slot->checked_walk == cache->walk) {
         /* already compared in this walk: a frame holds a strong reference

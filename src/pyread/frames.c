@@ -12,9 +12,14 @@
  *            prev_instr points at the last code unit executed (possibly an
  *            inline cache entry); 3.12 adds entry frames owned by the C
  *            stack, which are skipped;
- *   3.13     tstate->current_frame; instr_ptr points at the instruction
+ *   3.13+    tstate->current_frame; instr_ptr points at the instruction
  *            executing; f_executable may be something other than a code
- *            object (frames owned by the C stack, skipped too).
+ *            object (skipped; frames owned by the C stack, skipped too);
+ *            3.14+ f_executable is a tagged _PyStackRef (its low tag bits
+ *            cleared before use), and frames owned by the interpreter (its
+ *            entry frames, and the C stack in 3.14: owner >= 3) are
+ *            skipped. Generator and coroutine frames (owner GENERATOR)
+ *            are Python frames like the others.
  * The walk is bounded by SONDE_PY_MAX_DEPTH and stops at a cycle (Brent).
  * Nothing here runs in a signal handler.
  */
@@ -22,7 +27,8 @@
 
 #include <string.h>
 
-#define FRAME_SPAN_MAX 256 /* bytes of a frame read per frame */
+#define FRAME_NULL_OBJECT_MAX 4096 /* an f_executable below this is no object */
+
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -85,7 +91,7 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
     const sonde_pyoffsets_t *off = proc->off;
     int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner};
     int32_t lo = INT32_MAX, hi = 0;
-    uint8_t span[FRAME_SPAN_MAX];
+    uint8_t span[SONDE_PYREAD_FRAME_SPAN_MAX];
     sonde_pycode_hit_t hit;
 
     for (size_t i = 0; i < SONDE_ARRAY_LEN(fields); i++) {
@@ -93,18 +99,23 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
         lo = fields[i] < lo ? fields[i] : lo;
         hi = fields[i] + 8 > hi ? fields[i] + 8 : hi;
     }
-    if (hi - lo > FRAME_SPAN_MAX) return -EINVAL;
+    if (hi - lo > SONDE_PYREAD_FRAME_SPAN_MAX) return -EINVAL;
     int rc = sonde_mem_read(&proc->mem, addr + (uint64_t)lo, span, (size_t)(hi - lo));
     if (rc != 0) return rc;
     it->next_frame = frames_rd64(span, off->frame_back - lo);
 
     if (off->frame_owner >= 0 && off->frame_owner_cstack >= 0 &&
-        (int8_t)span[off->frame_owner - lo] == off->frame_owner_cstack)
+        (int8_t)span[off->frame_owner - lo] >= off->frame_owner_cstack)
         return 0;
-    uint64_t code_addr = frames_rd64(span, off->frame_code - lo);
+    /* 3.14+: a _PyStackRef; its tag bits cleared as PyStackRef_AsPyObjectBorrow does */
+    uint64_t code_addr = frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;
+    /* 3.14+: a frame being popped has f_executable cleared to the NULL
+     * stack reference (tag bits only) before tstate->current_frame leaves
+     * it: a sampler racing the return sees it; its caller is the sample */
+    if (code_addr < FRAME_NULL_OBJECT_MAX && off->frame_model == SONDE_PYFRAMES_DIRECT) return 0;
     rc = sonde_pycode_get(proc, code_addr, &hit);
     if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT)
-        return 0; /* 3.13: f_executable is not a code object */
+        return 0; /* 3.13+: f_executable is not a code object */
     if (rc != 0) return rc;
     int64_t offset = frames_offset(off, span, lo, code_addr);
     frame->code_id = hit.code_id;

@@ -5,18 +5,24 @@
  * starts (it knows its own version and addresses); open_pid by the attach
  * and dump commands, which know only a pid: it finds the executable and any
  * libpython3.N.so in /proc/PID/maps, opens the file through /proc/PID/root
- * (the target's mount namespace), takes the load bias from the mapping at
+ * (the target's mount namespace; the path as named when the target runs
+ * in a chroot of the reader's namespace), takes the load bias from the mapping at
  * file offset 0 and the lowest PT_LOAD address, finds _PyRuntime (symbol,
  * or the .PyRuntime section of a stripped binary), detects the version
  * (_Py_DebugOffsets on 3.13+, Py_Version on 3.11+, else the file name and
- * the version string in .rodata) and picks the layout, checked on 3.13+
- * against the target's own _Py_DebugOffsets. Runs in a normal thread;
+ * the version string in .rodata) and picks the layout. On 3.13+ the
+ * target's own _Py_DebugOffsets is the source of every field it covers
+ * (the table of the version says where each sits inside it): the reader
+ * then reads an owned copy of the table with those fields replaced, after
+ * checking the cookie, the version, the rest against the headers and the
+ * bounds of what the readers read at once. Runs in a normal thread;
  * nothing here runs in a signal handler.
  */
 #include "pyread_internal.h"
 
 #include "../prim/prim.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,7 @@
 #define PROC_MAX_RODATA (32u << 20)    /* bytes of .rodata scanned */
 #define PROC_DEBUG_READ 1024           /* bytes of _Py_DebugOffsets read */
 #define PROC_COOKIE "xdebugpy"
+#define PROC_MAX_FIELD_OFFSET (1u << 16) /* bound on an offset _Py_DebugOffsets gives */
 
 static void proc_init(sonde_pyproc_t *proc)
 {
@@ -35,27 +42,112 @@ static void proc_init(sonde_pyproc_t *proc)
     proc->pthread_tid_offset = -1;
 }
 
-/* Checks the layout against the target's _Py_DebugOffsets (3.13+). */
-static int proc_check_debug_offsets(sonde_pyproc_t *proc)
+static uint64_t proc_rd64(const uint8_t *bytes, int32_t at)
 {
-    const sonde_pyoffsets_t *off = proc->off;
-    uint8_t debug[PROC_DEBUG_READ];
-    uint64_t version = 0;
+    uint64_t value = 0;
+    memcpy(&value, bytes + at, sizeof value);
+    return value;
+}
 
-    if (off->debug_version < 0) return 0;
-    int rc = sonde_mem_read(&proc->mem, proc->runtime_addr, debug, sizeof debug);
-    if (rc != 0) return rc;
-    if (memcmp(debug, PROC_COOKIE, 8) != 0) return -ENOTSUP;
-    memcpy(&version, debug + off->debug_version, sizeof version);
-    if ((int)((version >> 24) & 0xff) != off->major || (int)((version >> 16) & 0xff) != off->minor)
-        return -ENOTSUP;
-    for (int i = 0; i < off->n_debug_checks && i < SONDE_PY_DEBUG_CHECKS; i++) {
-        const struct sonde_pydebug_check *check = &off->debug_checks[i];
-        int64_t value = 0;
-        if (check->at < 0 || check->at + 8 > PROC_DEBUG_READ) return -ENOTSUP;
-        memcpy(&value, debug + check->at, sizeof value);
-        if (value != check->expect) return -ENOTSUP;
+/* Bytes spanned by a group of fields read at once (absent ones skipped). */
+static int32_t proc_span(const int32_t *fields, size_t n)
+{
+    int32_t lo = INT32_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fields[i] < 0) continue;
+        lo = fields[i] < lo ? fields[i] : lo;
+        hi = fields[i] + 8 > hi ? fields[i] + 8 : hi;
     }
+    return lo == INT32_MAX ? 0 : hi - lo;
+}
+
+/* End of the last of a group of fields read from the start of an object. */
+static int32_t proc_end(const int32_t *fields, size_t n)
+{
+    int32_t hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fields[i] >= 0 && fields[i] + 8 > hi) hi = fields[i] + 8;
+    return hi;
+}
+
+/* Whether the readers can read this layout within their fixed spans
+ * (pyread_internal.h): a bound on what a target's _Py_DebugOffsets says. */
+static bool proc_layout_fits(const sonde_pyoffsets_t *off)
+{
+    int32_t frame[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner};
+    int32_t thread[] = {off->tstate_next, off->tstate_interp, off->tstate_thread_id,
+                        off->tstate_native_thread_id};
+    int32_t code[] = {off->ob_type,   off->ob_size,          off->code_filename,
+                      off->code_name, off->code_qualname,    off->code_linetable,
+                      off->code_code, off->code_firstlineno, off->code_monitoring};
+    int32_t gil[] = {off->gil_locked, off->gil_last_holder};
+    return proc_span(frame, SONDE_ARRAY_LEN(frame)) <= SONDE_PYREAD_FRAME_SPAN_MAX &&
+           proc_span(thread, SONDE_ARRAY_LEN(thread)) <= SONDE_PYREAD_THREAD_SPAN_MAX &&
+           proc_end(code, SONDE_ARRAY_LEN(code)) <= SONDE_PYREAD_CODE_HEADER_MAX &&
+           proc_span(gil, SONDE_ARRAY_LEN(gil)) <= SONDE_PYREAD_GIL_SPAN_MAX &&
+           off->unicode_ascii_size <= SONDE_PYREAD_CODE_HEADER_MAX;
+}
+
+/* Whether byte `at` of _Py_DebugOffsets feeds one of the table's fields. */
+static bool proc_debug_covered(const sonde_pyoffsets_t *off, int32_t at)
+{
+    for (int i = 0; i < off->n_debug_fields && i < SONDE_PY_DEBUG_FIELDS; i++)
+        if (off->debug_fields[i].at == at || off->debug_fields[i].minus_at == at) return true;
+    return false;
+}
+
+/* Applies a copy of _Py_DebugOffsets (`debug`, `len` bytes, read from the
+ * start of the target's _PyRuntime) to `layout`, a copy of the version's
+ * table: every field it covers is taken from it; what it says about the
+ * rest must match the headers. Returns 0 or -ENOTSUP (not the cookie,
+ * another version, a free-threaded build, an offset out of bounds). */
+int sonde__pyoffsets_apply_debug(sonde_pyoffsets_t *layout, const uint8_t *debug, size_t len)
+{
+    if (layout->debug_version < 0) return 0;
+    if (len < 16 || layout->debug_size > (int32_t)len || layout->debug_version + 8 > (int32_t)len ||
+        memcmp(debug, PROC_COOKIE, 8) != 0)
+        return -ENOTSUP;
+    uint64_t version = proc_rd64(debug, layout->debug_version);
+    if ((int)((version >> 24) & 0xff) != layout->major ||
+        (int)((version >> 16) & 0xff) != layout->minor)
+        return -ENOTSUP;
+    for (int i = 0; i < layout->n_debug_fields && i < SONDE_PY_DEBUG_FIELDS; i++) {
+        const struct sonde_pydebug_field *f = &layout->debug_fields[i];
+        if (f->at < 0 || f->at + 8 > (int32_t)len || f->minus_at + 8 > (int32_t)len ||
+            f->field < 0 || f->field + (int32_t)sizeof(int32_t) > (int32_t)sizeof *layout)
+            return -ENOTSUP;
+        uint64_t value = proc_rd64(debug, f->at);
+        if (f->minus_at >= 0) value -= proc_rd64(debug, f->minus_at);
+        if (value > PROC_MAX_FIELD_OFFSET) return -ENOTSUP;
+        int32_t field_value = (int32_t)value;
+        memcpy((uint8_t *)layout + f->field, &field_value, sizeof field_value);
+    }
+    for (int i = 0; i < layout->n_debug_checks && i < SONDE_PY_DEBUG_CHECKS; i++) {
+        const struct sonde_pydebug_check *check = &layout->debug_checks[i];
+        if (check->at < 0 || check->at + 8 > (int32_t)len) return -ENOTSUP;
+        if (proc_debug_covered(layout, check->at)) continue;
+        if ((int64_t)proc_rd64(debug, check->at) != check->expect) return -ENOTSUP;
+    }
+    return proc_layout_fits(layout) ? 0 : -ENOTSUP;
+}
+
+/* Takes the layout from the target's _Py_DebugOffsets (3.13+) into an
+ * owned copy of the table. */
+static int proc_read_debug_offsets(sonde_pyproc_t *proc)
+{
+    uint8_t debug[PROC_DEBUG_READ];
+
+    if (proc->off->debug_version < 0) return 0;
+    size_t len = proc->off->debug_size > 0 ? (size_t)proc->off->debug_size : PROC_DEBUG_READ;
+    if (len > sizeof debug) return -ENOTSUP;
+    int rc = sonde_mem_read(&proc->mem, proc->runtime_addr, debug, len);
+    if (rc != 0) return rc;
+    proc->own_layout = malloc(sizeof *proc->own_layout);
+    if (proc->own_layout == NULL) return -ENOMEM;
+    *proc->own_layout = *proc->off;
+    rc = sonde__pyoffsets_apply_debug(proc->own_layout, debug, len);
+    if (rc != 0) return rc;
+    proc->off = proc->own_layout;
     return 0;
 }
 
@@ -89,7 +181,7 @@ static int proc_finish_open(sonde_pyproc_t *proc)
 {
     proc->off = sonde_pyoffsets_find(proc->version_major, proc->version_minor);
     if (proc->off == NULL) return -ENOTSUP;
-    int rc = proc_check_debug_offsets(proc);
+    int rc = proc_read_debug_offsets(proc);
     if (rc == 0) rc = proc_check_layout(proc);
     if (rc != 0) return rc;
     if (proc->off->tstate_native_thread_id < 0) {
@@ -256,7 +348,11 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
 
     snprintf(path, sizeof path, "root%s", image->path);
     int fd = sonde_prim_proc_open(pid, path);
-    if (fd < 0) return fd;
+    /* /proc/PID/maps names files as the reader's root sees them: a target
+     * in another mount namespace needs /proc/PID/root, one in a chroot of
+     * ours (same namespace) is found under the path itself */
+    if (fd == -ENOENT) fd = open(image->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fd == -1 ? -errno : fd;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;
     rc = sonde_elf_symbols(&elf, names, 3, values);
@@ -341,5 +437,23 @@ void sonde_pyproc_close(sonde_pyproc_t *proc)
 {
     sonde_pycode_cache_free(proc);
     sonde_mem_close(&proc->mem);
+    free(proc->own_layout);
+    proc->own_layout = NULL;
     proc->off = NULL;
+}
+
+/* One line on a version sonde cannot read (pyread.h). */
+int sonde_pyversion_unsupported_text(char *out, size_t cap, int major, int minor, int micro)
+{
+    if (major <= 0)
+        return snprintf(out, cap,
+                        "a Python version sonde does not support (it reads CPython %s)",
+                        SONDE_PY_RANGE_TEXT);
+    if (SONDE_PY_SUPPORTED(major, minor))
+        return snprintf(out, cap,
+                        "Python %d.%d.%d with a memory layout sonde does not recognise (a "
+                        "modified or free-threaded build?); sonde reads the CPython %s releases",
+                        major, minor, micro, SONDE_PY_RANGE_TEXT);
+    return snprintf(out, cap, "Python %d.%d.%d, which sonde does not support (it reads CPython %s)",
+                    major, minor, micro, SONDE_PY_RANGE_TEXT);
 }

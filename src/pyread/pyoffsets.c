@@ -1,17 +1,17 @@
 /* pyoffsets.c — the table of per-version CPython layouts.
  *
- * Owns: the generated tables (pyoffsets_gen.h) and the lookup by version.
- * Called by proc.c when a reader is opened. Pure data: no allocation,
- * nothing here runs in a signal handler.
+ * Owns: the generated tables (pyoffsets_gen.h), one per minor version of
+ * pyversions.h, and the lookup by version. Called by proc.c when a reader
+ * is opened. Pure data: no allocation, nothing here runs in a signal
+ * handler.
  */
 #include "pyoffsets.h"
 
 #include "pyoffsets_gen.h"
 
-static const sonde_pyoffsets_t *const pyoffsets_tables[] = {
-    &sonde_pyoffsets_3_8,  &sonde_pyoffsets_3_9,  &sonde_pyoffsets_3_10,
-    &sonde_pyoffsets_3_11, &sonde_pyoffsets_3_12, &sonde_pyoffsets_3_13,
-};
+#define PYOFFSETS_ENTRY(minor) &sonde_pyoffsets_3_##minor,
+
+static const sonde_pyoffsets_t *const pyoffsets_tables[] = {SONDE_PY_VERSIONS(PYOFFSETS_ENTRY)};
 
 /* Returns the layout for CPython major.minor, or NULL if unsupported. */
 const sonde_pyoffsets_t *sonde_pyoffsets_find(int major, int minor)

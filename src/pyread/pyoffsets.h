@@ -11,13 +11,16 @@
 #define SONDE_PYOFFSETS_H
 
 #include "pyread.h"
+#include "pyversions.h"
+
+#include <stddef.h>
 
 /* How a thread state leads to its innermost frame and how frames link. */
 enum sonde_pyframe_model {
     SONDE_PYFRAMES_OBJECT = 1, /* <=3.10: tstate->frame, PyFrameObject, f_back */
     SONDE_PYFRAMES_CFRAME = 2, /* 3.11, 3.12: tstate->cframe->current_frame,
                                   _PyInterpreterFrame, previous */
-    SONDE_PYFRAMES_DIRECT = 3, /* 3.13: tstate->current_frame, previous */
+    SONDE_PYFRAMES_DIRECT = 3, /* 3.13+: tstate->current_frame, previous */
 };
 
 /* What the frame's instruction field holds. */
@@ -26,7 +29,7 @@ enum sonde_pyinstr_kind {
     SONDE_PYINSTR_LASTI_UNITS = 2, /* 3.10: int f_lasti, in 2-byte code units */
     SONDE_PYINSTR_PREV_PTR = 3,    /* 3.11, 3.12: _Py_CODEUNIT *prev_instr (may
                                       point at an inline cache entry) */
-    SONDE_PYINSTR_PTR = 4,         /* 3.13: _Py_CODEUNIT *instr_ptr */
+    SONDE_PYINSTR_PTR = 4,         /* 3.13+: _Py_CODEUNIT *instr_ptr */
 };
 
 /* How to find the GIL holder. */
@@ -43,6 +46,22 @@ struct sonde_pydebug_check {
 };
 
 #define SONDE_PY_DEBUG_CHECKS 32
+
+/* Where the target's _Py_DebugOffsets (3.13+) keeps one field sonde reads:
+ * the sonde_pyoffsets field at byte `field` of the struct takes the uint64
+ * at byte `at` of _Py_DebugOffsets, less the one at `minus_at` when >= 0
+ * (the GIL's fields are given inside PyInterpreterState; sonde reads them
+ * inside struct _gil_runtime_state). The layout of _Py_DebugOffsets itself
+ * changes with each minor version, so each generated table carries its own
+ * list. */
+struct sonde_pydebug_field {
+    int32_t at;
+    int32_t minus_at;
+    int32_t field;
+};
+
+#define SONDE_PYDEBUG_FIELD(name) ((int32_t)offsetof(struct sonde_pyoffsets, name))
+#define SONDE_PY_DEBUG_FIELDS 40
 
 struct sonde_pyoffsets {
     int major, minor;
@@ -74,15 +93,21 @@ struct sonde_pyoffsets {
     int32_t tstate_thread_id;        /* unsigned long: the pthread_t */
     int32_t tstate_native_thread_id; /* unsigned long, 3.11+ */
     int32_t tstate_frame;            /* frame (<=3.10), cframe (3.11, 3.12),
-                                        current_frame (3.13) */
+                                        current_frame (3.13+) */
     int32_t cframe_current_frame;    /* _PyCFrame.current_frame (3.11, 3.12) */
 
     /* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
     int32_t frame_back;         /* f_back / previous */
-    int32_t frame_code;         /* f_code / f_executable */
-    int32_t frame_instr;        /* f_lasti (int) / prev_instr / instr_ptr */
-    int32_t frame_owner;        /* char owner, 3.11+ */
-    int32_t frame_owner_cstack; /* FRAME_OWNED_BY_CSTACK value, 3.12+ */
+    int32_t frame_code;          /* f_code / f_executable */
+    int32_t frame_code_tag_bits; /* 3.14+: f_executable is a _PyStackRef whose
+                                    low bits (Py_TAG_BITS) are tags; else 0 */
+    int32_t frame_instr;         /* f_lasti (int) / prev_instr / instr_ptr */
+    int32_t frame_owner;         /* char owner, 3.11+ */
+    int32_t frame_owner_cstack;  /* 3.12+: frames with owner >= this are not
+                                    a Python function's (3.12, 3.13
+                                    FRAME_OWNED_BY_CSTACK; 3.14+
+                                    FRAME_OWNED_BY_INTERPRETER, then CSTACK
+                                    in 3.14): skipped */
 
     /* PyCodeObject */
     int32_t code_filename;
@@ -99,8 +124,12 @@ struct sonde_pyoffsets {
      * INSTRUMENTED_INSTRUCTION to the opcode they hide */
     int32_t monitoring_lines;                   /* _PyCoLineInstrumentationData * */
     int32_t monitoring_per_instruction_opcodes; /* uint8_t * */
-    int32_t line_data_size;                     /* sizeof(_PyCoLineInstrumentationData) */
-    int32_t line_data_original_opcode;
+    int32_t line_data_size;            /* sizeof(_PyCoLineInstrumentationData)
+                                          (3.12, 3.13); -1 when the data says
+                                          (3.14+: line_data_bytes_per_entry) */
+    int32_t line_data_original_opcode; /* in one entry */
+    int32_t line_data_bytes_per_entry; /* 3.14+: offset of the uint8 entry size */
+    int32_t line_data_entries;         /* offset of the first entry (3.12+) */
 
     /* PyBytesObject */
     int32_t bytes_ob_size;
@@ -132,10 +161,23 @@ struct sonde_pyoffsets {
     int32_t op_instrumented_line;        /* 3.12+ */
     int32_t op_instrumented_instruction; /* 3.12+ */
 
-    /* _Py_DebugOffsets (3.13+; at offset 0 of _PyRuntime) */
+    /* _Py_DebugOffsets (3.13+; at offset 0 of _PyRuntime). The checks give
+     * what the headers put there; for the fields in debug_fields the
+     * target's values are used instead (proc.c), the other checks must
+     * hold. */
     int32_t debug_version; /* offset of its version field, -1 = none */
     int n_debug_checks;
     struct sonde_pydebug_check debug_checks[SONDE_PY_DEBUG_CHECKS];
+    int32_t debug_size; /* sizeof(_Py_DebugOffsets), 0 = none */
+    int n_debug_fields;
+    struct sonde_pydebug_field debug_fields[SONDE_PY_DEBUG_FIELDS];
+
+    /* What the allocator shim assumes (src/shim/shim.h), checked by a unit
+     * test: sizeof(PyMemAllocatorEx), sizeof(PyObjectArenaAllocator), and
+     * pymalloc's SMALL_REQUEST_THRESHOLD (-1 where the headers lack it). */
+    int32_t pyalloc_size;
+    int32_t pyarena_size;
+    int32_t pymalloc_small_request;
 };
 
 static inline bool sonde_pyop_is_call(const sonde_pyoffsets_t *off, unsigned op)

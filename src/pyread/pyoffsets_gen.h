@@ -7,6 +7,11 @@
  *
  * Checked: Debian's /usr/bin/python3 (3.11.2, headers in
  * /usr/include/python3.11) gives a 3.11 table identical to the one below.
+ * Checked: Debian unstable's 3.13.18 (the chroot of tools/chroot.sh)
+ * gives a 3.13 table identical to the one below, except the format of
+ * its line-instrumentation data (CPython gh-127953, backported within 3.13:
+ * entries of bytes_per_entry bytes), which src/pyread/code.c recognises at
+ * run time.
  */
 
 /* CPython 3.8.18, from its own headers */
@@ -111,6 +116,14 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_8 = {
     .op_instrumented_instruction = -1,
     .debug_version = -1,
     .n_debug_checks = 0,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = -1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = -1,
+    .debug_size = 0,
+    .n_debug_fields = 0,
 };
 
 /* CPython 3.9.18, from its own headers */
@@ -215,6 +228,14 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_9 = {
     .op_instrumented_instruction = -1,
     .debug_version = -1,
     .n_debug_checks = 0,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = -1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = -1,
+    .debug_size = 0,
+    .n_debug_fields = 0,
 };
 
 /* CPython 3.10.13, from its own headers */
@@ -319,6 +340,14 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_10 = {
     .op_instrumented_instruction = -1,
     .debug_version = -1,
     .n_debug_checks = 0,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = -1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = -1,
+    .debug_size = 0,
+    .n_debug_fields = 0,
 };
 
 /* CPython 3.11.7, from its own headers */
@@ -423,6 +452,14 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_11 = {
     .op_instrumented_instruction = -1,
     .debug_version = -1,
     .n_debug_checks = 0,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = -1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = -1,
+    .debug_size = 0,
+    .n_debug_fields = 0,
 };
 
 /* CPython 3.12.1, from its own headers */
@@ -527,6 +564,14 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_12 = {
     .op_instrumented_instruction = 253,
     .debug_version = -1,
     .n_debug_checks = 0,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = 0,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = 512,
+    .debug_size = 0,
+    .n_debug_fields = 0,
 };
 
 /* CPython 3.13.0, from its own headers */
@@ -662,5 +707,389 @@ static const struct sonde_pyoffsets sonde_pyoffsets_3_13 = {
         {560, 40}, /* asciiobject_size */
     },
     .n_debug_checks = 29,
+    .frame_code_tag_bits = 0,
+    .line_data_bytes_per_entry = -1,
+    .line_data_entries = 0,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = 512,
+    .debug_fields = {
+        {40, -1, SONDE_PYDEBUG_FIELD(runtime_interpreters_head)},
+        {64, -1, SONDE_PYDEBUG_FIELD(interp_next)},
+        {72, -1, SONDE_PYDEBUG_FIELD(interp_threads_head)},
+        {112, -1, SONDE_PYDEBUG_FIELD(interp_ceval_gil)},
+        {136, 120, SONDE_PYDEBUG_FIELD(gil_locked)},
+        {144, 120, SONDE_PYDEBUG_FIELD(gil_last_holder)},
+        {168, -1, SONDE_PYDEBUG_FIELD(tstate_next)},
+        {176, -1, SONDE_PYDEBUG_FIELD(tstate_interp)},
+        {184, -1, SONDE_PYDEBUG_FIELD(tstate_frame)},
+        {192, -1, SONDE_PYDEBUG_FIELD(tstate_thread_id)},
+        {200, -1, SONDE_PYDEBUG_FIELD(tstate_native_thread_id)},
+        {232, -1, SONDE_PYDEBUG_FIELD(frame_back)},
+        {240, -1, SONDE_PYDEBUG_FIELD(frame_code)},
+        {248, -1, SONDE_PYDEBUG_FIELD(frame_instr)},
+        {264, -1, SONDE_PYDEBUG_FIELD(frame_owner)},
+        {280, -1, SONDE_PYDEBUG_FIELD(code_filename)},
+        {288, -1, SONDE_PYDEBUG_FIELD(code_name)},
+        {296, -1, SONDE_PYDEBUG_FIELD(code_qualname)},
+        {304, -1, SONDE_PYDEBUG_FIELD(code_linetable)},
+        {312, -1, SONDE_PYDEBUG_FIELD(code_firstlineno)},
+        {344, -1, SONDE_PYDEBUG_FIELD(code_code_adaptive)},
+        {360, -1, SONDE_PYDEBUG_FIELD(ob_type)},
+        {376, -1, SONDE_PYDEBUG_FIELD(type_tp_name)},
+        {520, -1, SONDE_PYDEBUG_FIELD(bytes_ob_size)},
+        {528, -1, SONDE_PYDEBUG_FIELD(bytes_ob_sval)},
+        {544, -1, SONDE_PYDEBUG_FIELD(unicode_state)},
+        {552, -1, SONDE_PYDEBUG_FIELD(unicode_length)},
+        {560, -1, SONDE_PYDEBUG_FIELD(unicode_ascii_size)},
+    },
+    .debug_size = 584,
+    .n_debug_fields = 28,
+};
+
+/* CPython 3.14.10, from its own headers */
+static const struct sonde_pyoffsets sonde_pyoffsets_3_14 = {
+    .major = 3,
+    .minor = 14,
+    .generated_micro = 10,
+    .ob_type = 8,
+    .ob_size = 16,
+    .type_tp_name = 24,
+    .runtime_interpreters_head = 808,
+    .runtime_interpreters_main = 816,
+    .gil_model = 2,
+    .runtime_gilstate_tstate_current = -1,
+    .interp_ceval_gil = 16,
+    .gil_locked = 16,
+    .gil_last_holder = 8,
+    .interp_next = 7272,
+    .interp_threads_head = 7344,
+    .tstate_next = 8,
+    .tstate_interp = 16,
+    .tstate_thread_id = 152,
+    .tstate_native_thread_id = 160,
+    .frame_back = 8,
+    .frame_owner = 74,
+    .frame_model = 3,
+    .instr_kind = 4,
+    .tstate_frame = 72,
+    .cframe_current_frame = -1,
+    .frame_code = 0,
+    .frame_instr = 56,
+    .frame_owner_cstack = 3,
+    .code_filename = 112,
+    .code_name = 120,
+    .code_firstlineno = 68,
+    .code_linetable = 136,
+    .code_qualname = 128,
+    .code_code = -1,
+    .code_code_adaptive = 208,
+    .code_monitoring = 176,
+    .monitoring_lines = 96,
+    .monitoring_per_instruction_opcodes = 112,
+    .line_data_size = -1,
+    .line_data_original_opcode = 0,
+    .bytes_ob_size = 16,
+    .bytes_ob_sval = 32,
+    .unicode_length = 16,
+    .unicode_state = 32,
+    .unicode_kind_shift = 2,
+    .unicode_compact_shift = 5,
+    .unicode_ascii_shift = 6,
+    .unicode_ready_shift = -1,
+    .unicode_wstr = -1,
+    .unicode_wstr_length = -1,
+    .unicode_ascii_size = 40,
+    .unicode_compact_size = 56,
+    .unicode_data_any = 56,
+    .wchar_size = 4,
+    /* call family: CALL_FUNCTION_EX CALL CALL_KW CALL_PY_EXACT_ARGS CALL_PY_GENERAL CALL_BOUND_METHOD_EXACT_ARGS CALL_BOUND_METHOD_GENERAL CALL_ALLOC_AND_ENTER_INIT CALL_BUILTIN_CLASS CALL_BUILTIN_FAST CALL_BUILTIN_FAST_WITH_KEYWORDS CALL_BUILTIN_O CALL_ISINSTANCE CALL_LEN CALL_LIST_APPEND CALL_METHOD_DESCRIPTOR_FAST CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS CALL_METHOD_DESCRIPTOR_NOARGS CALL_METHOD_DESCRIPTOR_O CALL_NON_PY_GENERAL CALL_STR_1 CALL_TUPLE_1 CALL_TYPE_1 CALL_KW_BOUND_METHOD CALL_KW_NON_PY CALL_KW_PY INSTRUMENTED_CALL INSTRUMENTED_CALL_KW INSTRUMENTED_CALL_FUNCTION_EX */
+    .call_family = {
+        16, 0, 0, 0, 0, 0, 144, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 128, 255, 255, 63, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 28,
+    },
+    .base_op = {
+        0, 1, 2, 44, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+        32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+        48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+        80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
+        96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
+        128, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 44, 52,
+        52, 52, 52, 52, 52, 52, 52, 55, 55, 55, 52, 52, 52, 52, 52, 52,
+        52, 52, 52, 52, 52, 52, 56, 56, 56, 57, 57, 70, 70, 70, 70, 75,
+        75, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 82, 82,
+        92, 92, 96, 96, 128, 106, 110, 110, 110, 38, 38, 39, 39, 39, 39, 39,
+        39, 119, 119, 119, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223,
+        224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 9, 30, 10, 70, 238, 77,
+        28, 103, 100, 101, 102, 128, 35, 120, 68, 96, 52, 55, 4, 75, 254, 75,
+    },
+    .cache_units = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 5, 0, 0, 0,
+        0, 0, 0, 0, 3, 0, 0, 3, 1, 1, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0,
+        9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0,
+        1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 4, 0,
+        0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    },
+    .op_extended_arg = 69,
+    .op_instrumented_line = 254,
+    .op_instrumented_instruction = 238,
+    .debug_version = 8,
+    .debug_checks = {
+        {16, 0}, /* free_threaded */
+        {40, 808}, /* interpreters_head */
+        {64, 7272}, /* interp next */
+        {72, 7344}, /* threads_head */
+        {120, 16}, /* ceval_gil */
+        {144, 7800}, /* gil locked */
+        {152, 7792}, /* gil holder */
+        {192, 8}, /* tstate next */
+        {200, 16}, /* tstate interp */
+        {208, 72}, /* current_frame */
+        {216, 152}, /* thread_id */
+        {224, 160}, /* native_thread_id */
+        {256, 8}, /* previous */
+        {264, 0}, /* executable */
+        {272, 56}, /* instr_ptr */
+        {288, 74}, /* owner */
+        {320, 112}, /* co_filename */
+        {328, 120}, /* co_name */
+        {336, 128}, /* co_qualname */
+        {344, 136}, /* co_linetable */
+        {352, 68}, /* co_firstlineno */
+        {384, 208}, /* co_code_adaptive */
+        {408, 8}, /* ob_type */
+        {424, 24}, /* tp_name */
+        {600, 16}, /* bytes ob_size */
+        {608, 32}, /* bytes ob_sval */
+        {624, 32}, /* unicode state */
+        {632, 16}, /* unicode length */
+        {640, 40}, /* asciiobject_size */
+    },
+    .n_debug_checks = 29,
+    .frame_code_tag_bits = 3,
+    .line_data_bytes_per_entry = 0,
+    .line_data_entries = 1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = 512,
+    .debug_fields = {
+        {40, -1, SONDE_PYDEBUG_FIELD(runtime_interpreters_head)},
+        {64, -1, SONDE_PYDEBUG_FIELD(interp_next)},
+        {72, -1, SONDE_PYDEBUG_FIELD(interp_threads_head)},
+        {120, -1, SONDE_PYDEBUG_FIELD(interp_ceval_gil)},
+        {144, 128, SONDE_PYDEBUG_FIELD(gil_locked)},
+        {152, 128, SONDE_PYDEBUG_FIELD(gil_last_holder)},
+        {192, -1, SONDE_PYDEBUG_FIELD(tstate_next)},
+        {200, -1, SONDE_PYDEBUG_FIELD(tstate_interp)},
+        {208, -1, SONDE_PYDEBUG_FIELD(tstate_frame)},
+        {216, -1, SONDE_PYDEBUG_FIELD(tstate_thread_id)},
+        {224, -1, SONDE_PYDEBUG_FIELD(tstate_native_thread_id)},
+        {256, -1, SONDE_PYDEBUG_FIELD(frame_back)},
+        {264, -1, SONDE_PYDEBUG_FIELD(frame_code)},
+        {272, -1, SONDE_PYDEBUG_FIELD(frame_instr)},
+        {288, -1, SONDE_PYDEBUG_FIELD(frame_owner)},
+        {320, -1, SONDE_PYDEBUG_FIELD(code_filename)},
+        {328, -1, SONDE_PYDEBUG_FIELD(code_name)},
+        {336, -1, SONDE_PYDEBUG_FIELD(code_qualname)},
+        {344, -1, SONDE_PYDEBUG_FIELD(code_linetable)},
+        {352, -1, SONDE_PYDEBUG_FIELD(code_firstlineno)},
+        {384, -1, SONDE_PYDEBUG_FIELD(code_code_adaptive)},
+        {408, -1, SONDE_PYDEBUG_FIELD(ob_type)},
+        {424, -1, SONDE_PYDEBUG_FIELD(type_tp_name)},
+        {600, -1, SONDE_PYDEBUG_FIELD(bytes_ob_size)},
+        {608, -1, SONDE_PYDEBUG_FIELD(bytes_ob_sval)},
+        {624, -1, SONDE_PYDEBUG_FIELD(unicode_state)},
+        {632, -1, SONDE_PYDEBUG_FIELD(unicode_length)},
+        {640, -1, SONDE_PYDEBUG_FIELD(unicode_ascii_size)},
+    },
+    .debug_size = 760,
+    .n_debug_fields = 28,
+};
+
+/* CPython 3.15.2, from its own headers */
+static const struct sonde_pyoffsets sonde_pyoffsets_3_15 = {
+    .major = 3,
+    .minor = 15,
+    .generated_micro = 2,
+    .ob_type = 8,
+    .ob_size = 16,
+    .type_tp_name = 24,
+    .runtime_interpreters_head = 936,
+    .runtime_interpreters_main = 944,
+    .gil_model = 2,
+    .runtime_gilstate_tstate_current = -1,
+    .interp_ceval_gil = 16,
+    .gil_locked = 16,
+    .gil_last_holder = 8,
+    .interp_next = 7264,
+    .interp_threads_head = 7336,
+    .tstate_next = 8,
+    .tstate_interp = 16,
+    .tstate_thread_id = 176,
+    .tstate_native_thread_id = 184,
+    .frame_back = 8,
+    .frame_owner = 74,
+    .frame_model = 3,
+    .instr_kind = 4,
+    .tstate_frame = 72,
+    .cframe_current_frame = -1,
+    .frame_code = 0,
+    .frame_instr = 56,
+    .frame_owner_cstack = 3,
+    .code_filename = 112,
+    .code_name = 120,
+    .code_firstlineno = 68,
+    .code_linetable = 136,
+    .code_qualname = 128,
+    .code_code = -1,
+    .code_code_adaptive = 208,
+    .code_monitoring = 176,
+    .monitoring_lines = 104,
+    .monitoring_per_instruction_opcodes = 120,
+    .line_data_size = -1,
+    .line_data_original_opcode = 0,
+    .bytes_ob_size = 16,
+    .bytes_ob_sval = 32,
+    .unicode_length = 16,
+    .unicode_state = 32,
+    .unicode_kind_shift = 2,
+    .unicode_compact_shift = 5,
+    .unicode_ascii_shift = 6,
+    .unicode_ready_shift = -1,
+    .unicode_wstr = -1,
+    .unicode_wstr_length = -1,
+    .unicode_ascii_size = 40,
+    .unicode_compact_size = 56,
+    .unicode_data_any = 56,
+    .wchar_size = 4,
+    /* call family: CALL_FUNCTION_EX CALL CALL_KW CALL_PY_EXACT_ARGS CALL_PY_GENERAL CALL_BOUND_METHOD_EXACT_ARGS CALL_BOUND_METHOD_GENERAL CALL_ALLOC_AND_ENTER_INIT CALL_BUILTIN_CLASS CALL_BUILTIN_FAST CALL_BUILTIN_FAST_WITH_KEYWORDS CALL_BUILTIN_O CALL_ISINSTANCE CALL_LEN CALL_LIST_APPEND CALL_METHOD_DESCRIPTOR_FAST CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS CALL_METHOD_DESCRIPTOR_NOARGS CALL_METHOD_DESCRIPTOR_O CALL_NON_PY_GENERAL CALL_STR_1 CALL_TUPLE_1 CALL_TYPE_1 CALL_KW_BOUND_METHOD CALL_KW_NON_PY CALL_KW_PY CALL_EX_NON_PY_GENERAL CALL_EX_PY INSTRUMENTED_CALL INSTRUMENTED_CALL_KW INSTRUMENTED_CALL_FUNCTION_EX */
+    .call_family = {
+        16, 0, 0, 0, 0, 0, 36, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 255, 255, 255, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 14,
+    },
+    .base_op = {
+        0, 1, 2, 42, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+        32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+        48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+        80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
+        96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
+        128, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42, 42,
+        50, 50, 50, 50, 50, 50, 50, 4, 4, 50, 53, 53, 53, 50, 50, 50,
+        50, 50, 50, 50, 50, 50, 50, 50, 50, 54, 54, 54, 55, 55, 68, 68,
+        68, 68, 68, 70, 70, 74, 74, 79, 79, 79, 79, 79, 79, 79, 79, 79,
+        79, 79, 79, 79, 91, 91, 95, 95, 128, 128, 105, 105, 105, 109, 109, 109,
+        36, 36, 37, 37, 37, 37, 37, 37, 118, 118, 118, 219, 220, 221, 222, 223,
+        224, 225, 226, 227, 228, 229, 230, 231, 232, 9, 28, 10, 68, 237, 76, 26,
+        102, 99, 100, 101, 128, 33, 119, 66, 95, 50, 53, 4, 74, 253, 74, 255,
+    },
+    .cache_units = {
+        0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0,
+        0, 0, 3, 0, 0, 3, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 9,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1,
+        0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 4, 0, 0,
+        0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    },
+    .op_extended_arg = 67,
+    .op_instrumented_line = 253,
+    .op_instrumented_instruction = 237,
+    .debug_version = 8,
+    .debug_checks = {
+        {16, 0}, /* free_threaded */
+        {40, 936}, /* interpreters_head */
+        {64, 7264}, /* interp next */
+        {72, 7336}, /* threads_head */
+        {120, 16}, /* ceval_gil */
+        {144, 7752}, /* gil locked */
+        {152, 7744}, /* gil holder */
+        {192, 8}, /* tstate next */
+        {200, 16}, /* tstate interp */
+        {208, 72}, /* current_frame */
+        {240, 176}, /* thread_id */
+        {248, 184}, /* native_thread_id */
+        {320, 8}, /* previous */
+        {328, 0}, /* executable */
+        {336, 56}, /* instr_ptr */
+        {352, 74}, /* owner */
+        {384, 112}, /* co_filename */
+        {392, 120}, /* co_name */
+        {400, 128}, /* co_qualname */
+        {408, 136}, /* co_linetable */
+        {416, 68}, /* co_firstlineno */
+        {448, 208}, /* co_code_adaptive */
+        {472, 8}, /* ob_type */
+        {488, 24}, /* tp_name */
+        {696, 16}, /* bytes ob_size */
+        {704, 32}, /* bytes ob_sval */
+        {720, 32}, /* unicode state */
+        {728, 16}, /* unicode length */
+        {736, 40}, /* asciiobject_size */
+    },
+    .n_debug_checks = 29,
+    .frame_code_tag_bits = 3,
+    .line_data_bytes_per_entry = 0,
+    .line_data_entries = 1,
+    .pyalloc_size = 40,
+    .pyarena_size = 24,
+    .pymalloc_small_request = 512,
+    .debug_fields = {
+        {40, -1, SONDE_PYDEBUG_FIELD(runtime_interpreters_head)},
+        {64, -1, SONDE_PYDEBUG_FIELD(interp_next)},
+        {72, -1, SONDE_PYDEBUG_FIELD(interp_threads_head)},
+        {120, -1, SONDE_PYDEBUG_FIELD(interp_ceval_gil)},
+        {144, 128, SONDE_PYDEBUG_FIELD(gil_locked)},
+        {152, 128, SONDE_PYDEBUG_FIELD(gil_last_holder)},
+        {192, -1, SONDE_PYDEBUG_FIELD(tstate_next)},
+        {200, -1, SONDE_PYDEBUG_FIELD(tstate_interp)},
+        {208, -1, SONDE_PYDEBUG_FIELD(tstate_frame)},
+        {240, -1, SONDE_PYDEBUG_FIELD(tstate_thread_id)},
+        {248, -1, SONDE_PYDEBUG_FIELD(tstate_native_thread_id)},
+        {320, -1, SONDE_PYDEBUG_FIELD(frame_back)},
+        {328, -1, SONDE_PYDEBUG_FIELD(frame_code)},
+        {336, -1, SONDE_PYDEBUG_FIELD(frame_instr)},
+        {352, -1, SONDE_PYDEBUG_FIELD(frame_owner)},
+        {384, -1, SONDE_PYDEBUG_FIELD(code_filename)},
+        {392, -1, SONDE_PYDEBUG_FIELD(code_name)},
+        {400, -1, SONDE_PYDEBUG_FIELD(code_qualname)},
+        {408, -1, SONDE_PYDEBUG_FIELD(code_linetable)},
+        {416, -1, SONDE_PYDEBUG_FIELD(code_firstlineno)},
+        {448, -1, SONDE_PYDEBUG_FIELD(code_code_adaptive)},
+        {472, -1, SONDE_PYDEBUG_FIELD(ob_type)},
+        {488, -1, SONDE_PYDEBUG_FIELD(type_tp_name)},
+        {696, -1, SONDE_PYDEBUG_FIELD(bytes_ob_size)},
+        {704, -1, SONDE_PYDEBUG_FIELD(bytes_ob_sval)},
+        {720, -1, SONDE_PYDEBUG_FIELD(unicode_state)},
+        {728, -1, SONDE_PYDEBUG_FIELD(unicode_length)},
+        {736, -1, SONDE_PYDEBUG_FIELD(unicode_ascii_size)},
+    },
+    .debug_size = 888,
+    .n_debug_fields = 28,
 };
 

@@ -114,7 +114,11 @@ struct sonde_pycode_cache; /* private to code.c */
 
 typedef struct sonde_pyproc {
     sonde_mem_t mem;
-    const sonde_pyoffsets_t *off; /* borrowed, static tables */
+    const sonde_pyoffsets_t *off; /* the layout read by: the static table of
+                                     the version, or (3.13+) own_layout */
+    sonde_pyoffsets_t *own_layout; /* owned, 3.13+: the table with every
+                                      field the target's _Py_DebugOffsets
+                                      covers taken from it; NULL before */
     int version_major, version_minor, version_micro;
     uint64_t runtime_addr;            /* &_PyRuntime in the target */
     uint64_t interp_addr;             /* main interpreter (PyInterpreterState *) */
@@ -129,22 +133,33 @@ typedef struct sonde_pyproc {
 } sonde_pyproc_t;
 
 /* Prepares to read this process. version is PY_VERSION_HEX; runtime_addr is
- * &_PyRuntime (dlsym), code_type_addr is &PyCode_Type. Returns 0 or -errno
- * (-ENOTSUP when the version has no layout, or when the runtime in memory
- * does not fit it: 3.13+ _Py_DebugOffsets, or the first thread state not
- * pointing back at the main interpreter). For CPython <= 3.10 this starts
- * and joins one short-lived thread (see tid.c). */
+ * &_PyRuntime (dlsym), code_type_addr is &PyCode_Type. On 3.13+ the layout
+ * of every field _Py_DebugOffsets covers is taken from this process's own
+ * copy of it. Returns 0 or -errno (-ENOTSUP when the version has no layout,
+ * or when the runtime in memory does not fit it: 3.13+ no "xdebugpy"
+ * cookie, another version in it, an offset out of bounds, a free-threaded
+ * build, or the first thread state not pointing back at the main
+ * interpreter). For CPython <= 3.10 this starts and joins one short-lived
+ * thread (see tid.c). */
 int sonde_pyproc_open_self(sonde_pyproc_t *proc, unsigned long version_hex, uint64_t runtime_addr,
                            uint64_t code_type_addr);
 /* Prepares to read another process: finds libpython or the executable in
  * /proc/PID/maps, locates _PyRuntime through the ELF symbol tables
  * (.dynsym, .symtab, or the .PyRuntime section of a stripped binary),
- * detects the version and picks its layout (on 3.13+ checked against the
- * target's _Py_DebugOffsets). Returns 0 or -errno: -ESRCH no such process,
+ * detects the version and picks its layout (on 3.13+ with the fields the
+ * target's _Py_DebugOffsets covers taken from it). Returns 0 or -errno:
+ * -ESRCH no such process,
  * -EPERM/-EACCES not permitted, -ENOEXEC not a Python process, -ENOTSUP a
  * version without a layout (the version is still filled in). */
 int sonde_pyproc_open_pid(sonde_pyproc_t *proc, pid_t pid);
 void sonde_pyproc_close(sonde_pyproc_t *proc);
+
+/* Writes one line (no newline) saying why a version cannot be read, e.g.
+ * "Python 3.16.0, which sonde does not support (it reads CPython 3.8 to
+ * 3.15)", or, for a supported minor version whose memory did not fit,
+ * "Python 3.14.2 with a memory layout sonde does not recognise (...)".
+ * major 0 means unknown. Returns snprintf's count. */
+int sonde_pyversion_unsupported_text(char *out, size_t cap, int major, int minor, int micro);
 
 /* Lists the thread states of the main interpreter (at most max, in list
  * order). Returns the count or -errno; a thread state found freed or

@@ -13,6 +13,23 @@
 #include "pyoffsets.h"
 #include "pyread.h"
 
+/* Bytes read at once: the fields of a frame, of a thread state, of a code
+ * object's header. A layout whose fields spread wider is refused at open
+ * (proc.c), so a target's _Py_DebugOffsets cannot make a reader overrun. */
+#define SONDE_PYREAD_FRAME_SPAN_MAX 256
+#define SONDE_PYREAD_THREAD_SPAN_MAX 512
+#define SONDE_PYREAD_CODE_HEADER_MAX 512
+#define SONDE_PYREAD_GIL_SPAN_MAX 64
+
+/* ---- proc.c ------------------------------------------------------------- */
+
+/* Applies a copy of a target's _Py_DebugOffsets (len bytes) to `layout`, a
+ * copy of its version's table (3.13+; a no-op before): the fields it covers
+ * are taken from it. Returns 0 or -ENOTSUP (no cookie, another version, a
+ * free-threaded build, an offset out of bounds); `layout` is then partly
+ * changed. Exposed for the unit test. */
+int sonde__pyoffsets_apply_debug(sonde_pyoffsets_t *layout, const uint8_t *debug, size_t len);
+
 /* ---- unicode.c ----------------------------------------------------------- */
 
 /* Reads the str object at addr into out as NUL-terminated UTF-8 of at most

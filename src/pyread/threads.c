@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-#define THREADS_SPAN_MAX 512      /* bytes of a thread state read per thread */
 #define THREADS_PID_MAX (1 << 22) /* kernel.pid_max upper bound */
 
 static uint64_t threads_rd64(const uint8_t *bytes, int32_t at)
@@ -66,7 +65,7 @@ static uint64_t threads_gil_holder(sonde_pyproc_t *proc, uint64_t interp)
     /* locked (int) and last_holder (pointer) in one read */
     int32_t lo = off->gil_locked < off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
     int32_t hi = off->gil_locked > off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
-    uint8_t gil[64];
+    uint8_t gil[SONDE_PYREAD_GIL_SPAN_MAX];
     if (lo < 0 || hi + 8 - lo > (int32_t)sizeof gil ||
         sonde_mem_read(&proc->mem, proc->gil_addr + (uint64_t)lo, gil, (size_t)(hi + 8 - lo)) != 0)
         return 0;
@@ -103,7 +102,7 @@ int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int ma
                         off->tstate_native_thread_id};
     int32_t lo = INT32_MAX, hi = 0;
     uint64_t interp = 0, tstate = 0;
-    uint8_t ts[THREADS_SPAN_MAX];
+    uint8_t ts[SONDE_PYREAD_THREAD_SPAN_MAX];
     int count = 0;
 
     for (size_t i = 0; i < SONDE_ARRAY_LEN(fields); i++) {
@@ -111,7 +110,7 @@ int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int ma
         lo = fields[i] < lo ? fields[i] : lo;
         hi = fields[i] + 8 > hi ? fields[i] + 8 : hi;
     }
-    if (hi - lo > THREADS_SPAN_MAX) return -EINVAL;
+    if (hi - lo > SONDE_PYREAD_THREAD_SPAN_MAX) return -EINVAL;
     int rc = threads_interp(proc, &interp);
     if (rc != 0 || interp == 0) return rc;
     rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_threads_head, &tstate,

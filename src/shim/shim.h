@@ -20,7 +20,10 @@
  * The user never links the shim: it finds these entry points with
  * dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_*), so a process without the shim just
  * has no memory profiling. Nothing here needs libpython: Python's allocator
- * structures are described by layout (unchanged from 3.8 to 3.13).
+ * structures are described by layout, the same in every version of
+ * src/pyread/pyversions.h (each version's generated table records them from
+ * its headers, and tests/unit/test_pyread_debug.c checks them against
+ * these types).
  */
 #ifndef SONDE_SHIM_H
 #define SONDE_SHIM_H

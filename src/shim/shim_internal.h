@@ -28,7 +28,8 @@
  * add up to this much (keeps the shared cache line out of the fast path). */
 #define SHIM_FOOTPRINT_QUANTUM (256 * 1024)
 /* Python's small-object limit (pymalloc serves requests up to this size
- * from its arenas; larger ones go to malloc). Same in 3.8-3.13. */
+ * from its arenas; larger ones go to malloc). Same in every supported
+ * version (checked against each version's table by test_pyread_debug). */
 #define SHIM_PY_SMALL_REQUEST 512
 /* Rate-based samplers (copies, leaks) step mark by mark through one
  * operation up to this many marks, and count the rest of it whole. */

@@ -10,6 +10,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import pythons  # noqa: E402
 from attach_support import Target, program  # noqa: E402
 from support import Skip, check  # noqa: E402
 
@@ -55,27 +56,43 @@ def test_not_a_python_process(env):
 
 FAKE_PYTHON = r"""
 #include <unistd.h>
-/* Looks like CPython 3.14 to a reader: _PyRuntime and Py_Version. */
-unsigned long Py_Version = 0x030e00f0;
+/* Looks like CPython 3.N to a reader: _PyRuntime and Py_Version. */
+unsigned long Py_Version = VERSION_HEX;
 char _PyRuntime[1 << 16];
 int main(void) { for (;;) pause(); }
 """
 
 
-def test_unsupported_version(env):
+def _fake_python(env, minor):
+    """A process that looks like CPython 3.minor.0 (without _Py_DebugOffsets)."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise Skip("no C compiler to build a fake interpreter")
-    src = env.write("fake.c", FAKE_PYTHON)
-    exe = os.path.join(env.tmp, "python3.14")
+    src = env.write("fake%d.c" % minor, FAKE_PYTHON.replace("VERSION_HEX", hex(0x030000f0 | minor << 16)))
+    exe = os.path.join(env.tmp, "python3.%d" % minor)
     build = subprocess.run([cc, "-O0", "-o", exe, src], capture_output=True, text=True)
     check(build.returncode == 0, build.stderr)
-    fake = subprocess.Popen([exe])
+    return subprocess.Popen([exe])
+
+
+def test_unsupported_version(env):
+    # one past the table's range: the version and the range, in one line
+    lo, hi = pythons.supported_range()
+    fake = _fake_python(env, hi[1] + 1)
     try:
         time.sleep(0.1)
-        line = _one_error_line(env.run_sonde(["attach", str(fake.pid)]), "Python 3.14.0",
-                               "does not support", "3.8 to 3.13")
-        _one_error_line(env.run_sonde(["dump", str(fake.pid)]), "Python 3.14.0")
+        line = _one_error_line(env.run_sonde(["attach", str(fake.pid)]), "Python 3.%d.0" % (hi[1] + 1),
+                               "does not support", pythons.range_text())
+        _one_error_line(env.run_sonde(["dump", str(fake.pid)]), "Python 3.%d.0" % (hi[1] + 1))
+    finally:
+        fake.kill()
+        fake.wait()
+    # a supported 3.13+ whose runtime lacks _Py_DebugOffsets: refused, never misread
+    fake = _fake_python(env, hi[1])
+    try:
+        time.sleep(0.1)
+        _one_error_line(env.run_sonde(["dump", str(fake.pid)]), "Python 3.%d.0" % hi[1],
+                        "memory layout sonde does not recognise", pythons.range_text())
     finally:
         fake.kill()
         fake.wait()

@@ -1,7 +1,7 @@
 """check_live.py — src/pyread/ against live interpreters.
 
-For every interpreter (default: /root/.pyenv/versions/3.{8..13}*/bin/python
-and /usr/bin/python3) it starts a target program, stored under a non-ASCII
+For every interpreter (default: every supported one tests/pythons.py finds
+) it starts a target program, stored under a non-ASCII
 path, whose threads are parked at known lines of known functions:
 
   main      in sys.stdin.readline() in main()
@@ -474,11 +474,12 @@ def main():
     parser.add_argument("--dump", help="pyread_dump binary (default: build one)")
     parser.add_argument("--python", action="append", help="interpreter(s) to test")
     args = parser.parse_args()
-    pythons = args.python or (sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python"),
-                                     key=lambda p: [int(x) for x in re.findall(r"\d+", p)[:3]])
-                              + ["/usr/bin/python3"])
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import pythons as found  # tests/pythons.py: the range of src/pyread/pyversions.h
+    lo, hi = found.supported_range()
+    pythons = args.python or [path for _, path, _ in found.find_interpreters()]
     pythons = [p for p in pythons if os.path.exists(p) and
-               re.search(r"3\.(8|9|1[0-3])", os.path.realpath(p) + interpreter_version(p))]
+               lo <= tuple(int(x) for x in interpreter_version(p).split(".")[:2]) <= hi]
     tmp = tempfile.mkdtemp(prefix="sonde_pyread_")
     results = []
     try:

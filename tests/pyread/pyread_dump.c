@@ -6,6 +6,9 @@
  *                                addresses of PID (must not crash, must end)
  *   pyread_dump --fuzz-self N    the same over random memory of this
  *                                process, for every supported layout
+ *   pyread_dump --layout PID     the layout the reader resolved for PID
+ *                                (3.13+: from its _Py_DebugOffsets) beside
+ *                                the generated table, as one JSON document
  *
  * Owns nothing shared; driven by tests/pyread/check_live.py. Exit status: 0,
  * 2 when the process could not be opened (the JSON says {"error": -errno}),
@@ -432,6 +435,53 @@ static int dump_fuzz_self(int iterations)
     return 0;
 }
 
+/* Names of the fields _Py_DebugOffsets may cover (for the report only). */
+#define DUMP_LAYOUT_FIELD(name) {#name, SONDE_PYDEBUG_FIELD(name)},
+static const struct {
+    const char *name;
+    int32_t field;
+} dump_layout_names[] = {
+    DUMP_LAYOUT_FIELD(runtime_interpreters_head) DUMP_LAYOUT_FIELD(interp_next)
+    DUMP_LAYOUT_FIELD(interp_threads_head) DUMP_LAYOUT_FIELD(interp_ceval_gil)
+    DUMP_LAYOUT_FIELD(gil_locked) DUMP_LAYOUT_FIELD(gil_last_holder)
+    DUMP_LAYOUT_FIELD(tstate_next) DUMP_LAYOUT_FIELD(tstate_interp)
+    DUMP_LAYOUT_FIELD(tstate_frame) DUMP_LAYOUT_FIELD(tstate_thread_id)
+    DUMP_LAYOUT_FIELD(tstate_native_thread_id) DUMP_LAYOUT_FIELD(frame_back)
+    DUMP_LAYOUT_FIELD(frame_code) DUMP_LAYOUT_FIELD(frame_instr) DUMP_LAYOUT_FIELD(frame_owner)
+    DUMP_LAYOUT_FIELD(code_filename) DUMP_LAYOUT_FIELD(code_name)
+    DUMP_LAYOUT_FIELD(code_qualname) DUMP_LAYOUT_FIELD(code_linetable)
+    DUMP_LAYOUT_FIELD(code_firstlineno) DUMP_LAYOUT_FIELD(code_code_adaptive)
+    DUMP_LAYOUT_FIELD(ob_type) DUMP_LAYOUT_FIELD(type_tp_name) DUMP_LAYOUT_FIELD(bytes_ob_size)
+    DUMP_LAYOUT_FIELD(bytes_ob_sval) DUMP_LAYOUT_FIELD(unicode_state)
+    DUMP_LAYOUT_FIELD(unicode_length) DUMP_LAYOUT_FIELD(unicode_ascii_size)
+};
+
+static int32_t dump_field(const sonde_pyoffsets_t *off, int32_t field)
+{
+    int32_t value = 0;
+    memcpy(&value, (const uint8_t *)off + field, sizeof value);
+    return value;
+}
+
+/* The resolved layout beside the generated table. */
+static int dump_layout(const sonde_pyproc_t *proc)
+{
+    const sonde_pyoffsets_t *table = sonde_pyoffsets_find(proc->version_major, proc->version_minor);
+    const sonde_pyoffsets_t *off = proc->off;
+    printf("{\"version\": \"%d.%d.%d\", \"from_target\": %s, \"fields\": [", proc->version_major,
+           proc->version_minor, proc->version_micro, proc->own_layout ? "true" : "false");
+    for (int i = 0; proc->own_layout && i < off->n_debug_fields; i++) {
+        int32_t field = off->debug_fields[i].field;
+        const char *name = "?";
+        for (size_t j = 0; j < SONDE_ARRAY_LEN(dump_layout_names); j++)
+            if (dump_layout_names[j].field == field) name = dump_layout_names[j].name;
+        printf("%s{\"name\": \"%s\", \"target\": %d, \"generated\": %d}", i ? ", " : "", name,
+               dump_field(off, field), dump_field(table, field));
+    }
+    printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     sonde_pyproc_t proc;
@@ -441,8 +491,9 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--fuzz-self") == 0) return dump_fuzz_self(atoi(argv[2]));
     if (argc == 4 && (strcmp(argv[1], "--bench") == 0 || strcmp(argv[1], "--fuzz") == 0))
         iterations = atoi(argv[2]);
-    else if (argc != 2) {
-        fprintf(stderr, "usage: pyread_dump [--bench N | --fuzz N] PID | --fuzz-self N\n");
+    else if (argc != 2 && !(argc == 3 && strcmp(argv[1], "--layout") == 0)) {
+        fprintf(stderr,
+                "usage: pyread_dump [--bench N | --fuzz N | --layout] PID | --fuzz-self N\n");
         return 1;
     }
     pid_t pid = (pid_t)atoi(argv[argc - 1]);
@@ -452,6 +503,8 @@ int main(int argc, char **argv)
         rc = dump_bench(&proc, iterations > 0 ? iterations : 1);
     else if (strcmp(argv[1], "--fuzz") == 0)
         rc = dump_fuzz(&proc, pid, iterations);
+    else if (strcmp(argv[1], "--layout") == 0)
+        rc = dump_layout(&proc);
     else
         rc = dump_all(&proc);
     sonde_pyproc_close(&proc);

@@ -41,7 +41,7 @@ static void check_tables(void)
 {
     char name[96], detail[160];
 
-    for (int minor = 8; minor <= 13; minor++) {
+    for (int minor = SONDE_PY_MINOR_MIN; minor <= SONDE_PY_MINOR_MAX; minor++) {
         const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, minor);
         snprintf(name, sizeof name, "3.%d table present and consistent", minor);
         if (off == NULL) {
@@ -65,7 +65,8 @@ static void check_tables(void)
                  off->frame_model);
         check(ok, name, detail);
     }
-    check(sonde_pyoffsets_find(3, 7) == NULL && sonde_pyoffsets_find(3, 14) == NULL &&
+    check(sonde_pyoffsets_find(3, SONDE_PY_MINOR_MIN - 1) == NULL &&
+              sonde_pyoffsets_find(3, SONDE_PY_MINOR_MAX + 1) == NULL &&
               sonde_pyoffsets_find(2, 7) == NULL,
           "unsupported versions have no table", "found one");
 }

@@ -180,7 +180,8 @@ static uint64_t make_frame(const sonde_pyoffsets_t *off, uint64_t code, uint64_t
 {
     uint64_t frame = alloc_obj(OBJ_BYTES);
     put64(frame, off->frame_back, back);
-    put64(frame, off->frame_code, code);
+    /* 3.14+: a tagged _PyStackRef (deferred reference: low bit set) */
+    put64(frame, off->frame_code, code | (off->frame_code_tag_bits & 1));
     put8(frame, off->frame_owner, (uint8_t)owner);
     switch (off->instr_kind) {
     case SONDE_PYINSTR_LASTI_BYTES:
@@ -236,6 +237,15 @@ static void build_world(const sonde_pyoffsets_t *off, struct world *w)
               (uint64_t)off->major << 24 | (uint64_t)off->minor << 16);
         for (int i = 0; i < off->n_debug_checks; i++)
             put64(w->runtime, off->debug_checks[i].at, (uint64_t)off->debug_checks[i].expect);
+        /* the fields the reader takes from it (the GIL's relative to a base) */
+        for (int i = 0; i < off->n_debug_fields; i++) {
+            const struct sonde_pydebug_field *f = &off->debug_fields[i];
+            int32_t value = 0;
+            memcpy(&value, (const uint8_t *)off + f->field, sizeof value);
+            uint64_t base = f->minus_at >= 0 ? 4096 : 0;
+            if (f->minus_at >= 0) put64(w->runtime, f->minus_at, base);
+            put64(w->runtime, f->at, base + (uint64_t)value);
+        }
     }
 
     w->code_x = make_code(off, "/src/x.py", "fx", 10);
@@ -255,6 +265,8 @@ static void build_world(const sonde_pyoffsets_t *off, struct world *w)
     }
     if (off->frame_owner_cstack >= 0)
         below = make_frame(off, w->code_y, below, 0, off->frame_owner_cstack);
+    if (off->frame_code_tag_bits) /* 3.14: FRAME_OWNED_BY_CSTACK after INTERPRETER */
+        below = make_frame(off, w->code_y, below, 0, off->frame_owner_cstack + 1);
     uint64_t b = make_frame(off, w->code_y, below, 0, 0);
     w->frame_a = make_frame(off, w->code_x, b, prev_ptr ? 1 + off->cache_units[call] : 1, 0);
 
@@ -441,7 +453,7 @@ int main(void)
 {
     arena = aligned_alloc(4096, ARENA_BYTES);
     if (arena == NULL) return 1;
-    for (int minor = 8; minor <= 13; minor++) {
+    for (int minor = SONDE_PY_MINOR_MIN; minor <= SONDE_PY_MINOR_MAX; minor++) {
         const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, minor);
         if (off) check_layout(off);
     }

@@ -128,7 +128,7 @@ static void check_layout(const sonde_pyoffsets_t *off)
 int main(void)
 {
     if (sonde_mem_open(&mem, 0) != 0) return 1;
-    for (int minor = 8; minor <= 13; minor++) {
+    for (int minor = SONDE_PY_MINOR_MIN; minor <= SONDE_PY_MINOR_MAX; minor++) {
         const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, minor);
         if (off) check_layout(off);
     }

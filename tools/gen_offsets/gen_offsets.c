@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#if PY_VERSION_HEX < 0x03080000 || PY_VERSION_HEX >= 0x030E0000
-#error "gen_offsets supports CPython 3.8 to 3.13"
+#include "../../src/pyread/pyversions.h"
+
+#if !SONDE_PY_SUPPORTED(PY_MAJOR_VERSION, PY_MINOR_VERSION)
+#error "gen_offsets supports the versions of src/pyread/pyversions.h"
 #endif
 
 #if PY_VERSION_HEX < 0x03090000
@@ -40,8 +42,17 @@
 #define NEED_OPCODE_METADATA
 #include "internal/pycore_opcode_metadata.h"
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030E0000
 #include "internal/pycore_gil.h"
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_debug_offsets.h"
+#include "internal/pycore_instruments.h"
+#include "internal/pycore_interpframe.h"
+#include "internal/pycore_stackref.h"
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+#include "internal/pycore_obmalloc.h"
 #endif
 #include "opcode.h"
 
@@ -167,9 +178,23 @@ static void frame_fields(void)
 #endif
 #if PY_VERSION_HEX < 0x030C0000
     field("frame_owner_cstack", ABSENT);
-#else
+#elif PY_VERSION_HEX < 0x030E0000
     field("frame_owner_cstack", FRAME_OWNED_BY_CSTACK);
+#else
+    /* 3.14+: INTERPRETER (entry frames), and CSTACK in 3.14 after it */
+    field("frame_owner_cstack", FRAME_OWNED_BY_INTERPRETER);
 #endif
+#endif
+}
+
+/* Fields added with 3.14 support, printed for every version. */
+static void frame_fields_3_14(void)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    /* f_executable is a _PyStackRef: PyStackRef_AsPyObjectBorrow clears these */
+    field("frame_code_tag_bits", (long)Py_TAG_BITS);
+#else
+    field("frame_code_tag_bits", 0);
 #endif
 }
 
@@ -202,11 +227,42 @@ static void code_fields(void)
     field("code_monitoring", OFF(PyCodeObject, _co_monitoring));
     field("monitoring_lines", OFF(_PyCoMonitoringData, lines));
     field("monitoring_per_instruction_opcodes", OFF(_PyCoMonitoringData, per_instruction_opcodes));
+#if !defined(SONDE_LINE_DATA_PER_ENTRY)
     field("line_data_size", (long)sizeof(_PyCoLineInstrumentationData));
     field("line_data_original_opcode", OFF(_PyCoLineInstrumentationData, original_opcode));
+#else
+    /* 3.14+ and later 3.13 micros (run.sh defines SONDE_LINE_DATA_PER_ENTRY
+     * when the headers say so): a byte of entry size, then entries
+     * starting with the opcode */
+    field("line_data_size", ABSENT);
+    field("line_data_original_opcode", 0);
+#endif
 #endif
     field("bytes_ob_size", OFF(PyVarObject, ob_size));
     field("bytes_ob_sval", OFF(PyBytesObject, ob_sval));
+}
+
+/* Fields added with 3.14 support, printed for every version. */
+static void code_fields_3_14(void)
+{
+#if defined(SONDE_LINE_DATA_PER_ENTRY)
+    field("line_data_bytes_per_entry", OFF(_PyCoLineInstrumentationData, bytes_per_entry));
+    field("line_data_entries", OFF(_PyCoLineInstrumentationData, data));
+#elif PY_VERSION_HEX >= 0x030C0000
+    field("line_data_bytes_per_entry", ABSENT);
+    field("line_data_entries", 0);
+#else
+    field("line_data_bytes_per_entry", ABSENT);
+    field("line_data_entries", ABSENT);
+#endif
+    /* what the allocator shim assumes (src/shim/shim.h) */
+    field("pyalloc_size", (long)sizeof(PyMemAllocatorEx));
+    field("pyarena_size", (long)sizeof(PyObjectArenaAllocator));
+#ifdef SMALL_REQUEST_THRESHOLD
+    field("pymalloc_small_request", SMALL_REQUEST_THRESHOLD);
+#else
+    field("pymalloc_small_request", ABSENT); /* not in this version's headers */
+#endif
 }
 
 /* ---- opcodes ------------------------------------------------------------ */
@@ -329,6 +385,63 @@ static void debug_fields(void)
 #endif
 }
 
+/* ---- where _Py_DebugOffsets keeps what it covers (3.13+) ----------------- */
+
+static int n_debug_fields;
+
+/* The sonde field `name` is the uint64 at byte `at` of the target's
+ * _Py_DebugOffsets, less the one at `minus_at` when that is >= 0. */
+static void debug_field(const char *name, long at, long minus_at)
+{
+    printf("        {%ld, %ld, SONDE_PYDEBUG_FIELD(%s)},\n", at, minus_at, name);
+    n_debug_fields++;
+}
+
+static void debug_field_map(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+#define DBG(member) OFF(_Py_DebugOffsets, member)
+    printf("    .debug_fields = {\n");
+    debug_field("runtime_interpreters_head", DBG(runtime_state.interpreters_head), ABSENT);
+    debug_field("interp_next", DBG(interpreter_state.next), ABSENT);
+    debug_field("interp_threads_head", DBG(interpreter_state.threads_head), ABSENT);
+    debug_field("interp_ceval_gil", DBG(interpreter_state.ceval_gil), ABSENT);
+    /* offsets inside PyInterpreterState: made relative to its _gil */
+    debug_field("gil_locked", DBG(interpreter_state.gil_runtime_state_locked),
+                DBG(interpreter_state.gil_runtime_state));
+    debug_field("gil_last_holder", DBG(interpreter_state.gil_runtime_state_holder),
+                DBG(interpreter_state.gil_runtime_state));
+    debug_field("tstate_next", DBG(thread_state.next), ABSENT);
+    debug_field("tstate_interp", DBG(thread_state.interp), ABSENT);
+    debug_field("tstate_frame", DBG(thread_state.current_frame), ABSENT);
+    debug_field("tstate_thread_id", DBG(thread_state.thread_id), ABSENT);
+    debug_field("tstate_native_thread_id", DBG(thread_state.native_thread_id), ABSENT);
+    debug_field("frame_back", DBG(interpreter_frame.previous), ABSENT);
+    debug_field("frame_code", DBG(interpreter_frame.executable), ABSENT);
+    debug_field("frame_instr", DBG(interpreter_frame.instr_ptr), ABSENT);
+    debug_field("frame_owner", DBG(interpreter_frame.owner), ABSENT);
+    debug_field("code_filename", DBG(code_object.filename), ABSENT);
+    debug_field("code_name", DBG(code_object.name), ABSENT);
+    debug_field("code_qualname", DBG(code_object.qualname), ABSENT);
+    debug_field("code_linetable", DBG(code_object.linetable), ABSENT);
+    debug_field("code_firstlineno", DBG(code_object.firstlineno), ABSENT);
+    debug_field("code_code_adaptive", DBG(code_object.co_code_adaptive), ABSENT);
+    debug_field("ob_type", DBG(pyobject.ob_type), ABSENT);
+    debug_field("type_tp_name", DBG(type_object.tp_name), ABSENT);
+    debug_field("bytes_ob_size", DBG(bytes_object.ob_size), ABSENT);
+    debug_field("bytes_ob_sval", DBG(bytes_object.ob_sval), ABSENT);
+    debug_field("unicode_state", DBG(unicode_object.state), ABSENT);
+    debug_field("unicode_length", DBG(unicode_object.length), ABSENT);
+    debug_field("unicode_ascii_size", DBG(unicode_object.asciiobject_size), ABSENT);
+    printf("    },\n");
+    field("debug_size", (long)sizeof(_Py_DebugOffsets));
+#undef DBG
+#else
+    field("debug_size", 0);
+#endif
+    field("n_debug_fields", n_debug_fields);
+}
+
 int main(void)
 {
     printf("/* CPython %s, from its own headers */\n", PY_VERSION);
@@ -343,6 +456,9 @@ int main(void)
     unicode_fields();
     opcode_fields();
     debug_fields();
+    frame_fields_3_14();
+    code_fields_3_14();
+    debug_field_map();
     printf("};\n\n");
     return 0;
 }
