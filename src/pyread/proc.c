@@ -351,8 +351,8 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
     /* /proc/PID/maps names files as the reader's root sees them: a target
      * in another mount namespace needs /proc/PID/root, one in a chroot of
      * ours (same namespace) is found under the path itself */
-    if (fd == -ENOENT) fd = open(image->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fd == -1 ? -errno : fd;
+    if (fd == -ENOENT && (fd = open(image->path, O_RDONLY | O_CLOEXEC)) < 0) fd = -errno;
+    if (fd < 0) return fd;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;
     rc = sonde_elf_symbols(&elf, names, 3, values);
