@@ -18,7 +18,7 @@ set -u
 DIR=${SONDE_CHROOT:-/var/cache/sonde/sid-chroot}
 PYS="3.13 3.14 3.15"
 # a marker written last: a half-made chroot is never taken for a whole one
-STAMP=$DIR/.sonde-ready-v2
+STAMP=$DIR/.sonde-ready-v1
 
 die() { echo "sonde chroot: $*" >&2; exit 1; }
 
@@ -78,15 +78,11 @@ ensure() {
         mv "$DIR.tmp" "$DIR"
     fi
     do_mount || die "cannot mount /proc and /dev in $DIR"
-    # numpy and pytest where Debian builds them for these interpreters;
-    # Node.js and Chromium for the HTML report's browser tests
+    # numpy and pytest where Debian builds them for these interpreters
     chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
         apt-get -o Acquire::Check-Valid-Until=false update -qq >/dev/null 2>&1;
         apt-get -o Acquire::Check-Valid-Until=false install -y -qq python3-numpy python3-pytest >/dev/null 2>&1' \
         || echo "sonde chroot: numpy/pytest not installed (tests that need them are skipped there)" >&2
-    chroot "$DIR" sh -c 'DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false \
-        install -y -qq nodejs chromium >/dev/null 2>&1' \
-        || { do_umount; die "cannot install nodejs and chromium (the browser tests need them)"; }
     do_umount
     touch "$STAMP"
 }
