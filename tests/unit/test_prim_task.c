@@ -12,6 +12,7 @@
 #include "check.h"
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_task_read(void)
@@ -62,7 +63,15 @@ static void test_schedstat(void)
     rc = sonde__prim_parse_schedstat("", &cpu, &runq);
     check(rc == -EINVAL, "schedstat_empty", "rc %d", rc);
 
-    /* this thread's own file parses */
+    /* this thread's own file parses and shows CPU time. The kernel adds a
+     * running slice to the figure only when the thread leaves the CPU, so
+     * a fresh process can read 0: run a few ms, then sleep once. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 3000000L);
+    usleep(1000);
     char text[128];
     int fd = -1;
     ssize_t n = sonde__prim_task_read(0, sonde_prim_gettid(), "schedstat", &fd, text, sizeof text);
