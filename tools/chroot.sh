@@ -43,9 +43,10 @@ do_mount() {
 # binds this source tree (and /tmp, where tests keep their files) at the
 # same paths inside
 bind_tree() {
+    # /tmp first: a tree under /tmp is then mounted on top of it
+    mountpoint -q "$DIR/tmp" || mount --bind /tmp "$DIR/tmp" || return 1
     mkdir -p "$DIR$TREE" || return 1
     mountpoint -q "$DIR$TREE" || mount --bind "$TREE" "$DIR$TREE" || return 1
-    mountpoint -q "$DIR/tmp" || mount --bind /tmp "$DIR/tmp" || return 1
 }
 
 do_umount() {
