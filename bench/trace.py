@@ -22,7 +22,6 @@ of a file (`make bench`: after bench/run.py wrote docs/PERFORMANCE.md).
 Timings on a shared machine are noisy: compare ratios, and rerun.
 """
 import argparse
-import glob
 import json
 import os
 import platform
@@ -157,24 +156,13 @@ print(json.dumps(out))
 
 
 def interpreters(wanted):
-    found = sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python"))
-    if os.path.exists("/usr/bin/python3"):
-        found.append("/usr/bin/python3")
-    result = []
-    for path in found:
-        proc = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-                              capture_output=True, text=True)
-        version = proc.stdout.strip()
-        if not version:
-            continue
-        parts = tuple(int(x) for x in version.split("."))
-        if not (3, 8) <= parts[:2] <= (3, 13):
-            continue
-        name = version + ("-system" if path.startswith("/usr/") else "")
-        if wanted and not any(w == path or name.startswith(w) for w in wanted):
-            continue
-        result.append((name, path, parts))
-    return sorted(result, key=lambda r: (r[2], r[0]))
+    """The interpreters the tests use (tests/pythons.py: PYTHONS, pyenv, the
+    range of src/pyread/pyversions.h), or those named in wanted."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import pythons  # noqa: E402
+    result = pythons.find_interpreters([w for w in wanted if os.sep in w])
+    return [r for r in result
+            if not wanted or any(w == r[1] or r[0].startswith(w) for w in wanted)]
 
 
 def build(name, python):
