@@ -23,6 +23,8 @@
  */
 #include "ext.h"
 
+#include "../core/atomic.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <signal.h>
@@ -76,92 +78,183 @@ static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t
     return t;
 }
 
-/* Reads the innermost frame of a thread: its address and what it is
- * executing. Returns 1, 0 if the thread has no frame, or -errno. */
-static int sampler_innermost(sonde_sampler_t *s, uint64_t tstate, uint64_t *addr,
-                             sonde_pyframe_t *frame, sonde_pyframe_iter_t *it)
+/* ---- garbage collections ----------------------------------------------------- */
+
+/* The collector runs C code from whatever instruction allocated, for as
+ * long as a native call; its time is the interpreter's own work, charged
+ * as Python time to that line. gc.callbacks calls sampler_gc_callback at
+ * the start and the stop of every collection, in the collecting thread,
+ * with the GIL; the sampler reads these without it. */
+static atomic_uint_fast64_t sampler_gc_starts;  /* collections started */
+static atomic_bool sampler_gc_running;          /* one is running now */
+static atomic_uint_fast64_t sampler_gc_tstate;  /* the collecting thread's state */
+static PyObject *sampler_gc_hook;               /* owned; our gc.callbacks entry, or NULL */
+static int sampler_test_cpu = -1; /* SONDE_TEST_SAMPLER_CPU: tests pin the sampler there */
+
+static PyObject *sampler_gc_callback(PyObject *self, PyObject *args)
 {
-    if (sonde_pyframe_iter_begin(&s->proc, tstate, it) < 0) return -EFAULT;
-    *addr = it->next_frame;
-    return sonde_pyframe_iter_next(it, frame);
+    (void)self;
+    PyObject *phase = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
+                                                                         : NULL;
+    if (phase && PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0) {
+        sonde_atomic_store_relaxed(&sampler_gc_tstate, (uint64_t)(uintptr_t)PyThreadState_Get());
+        sonde_atomic_add_seq_cst(&sampler_gc_starts, 1);
+        sonde_atomic_store_seq_cst(&sampler_gc_running, true);
+    } else {
+        sonde_atomic_store_seq_cst(&sampler_gc_running, false);
+    }
+    Py_RETURN_NONE;
 }
 
-/* Whether a thread whose innermost frame sits on a call instruction is
- * really inside native code, or only passing through the call of a Python
- * function (whose frame is being set up or torn down, well under a
- * microsecond). Look again until the thread has run for
- * SAMPLER_NATIVE_PROOF_NS of CPU time: if its innermost frame is still on
- * the same call, it is in native code; any change means it is running
- * Python. Between looks at a thread that has not run, the sampler sleeps
- * rather than spins, so that on a busy machine it does not itself keep the
- * thread off its CPU. A thread that does not run within the budget gives
- * no answer. Returns 1 native, 0 Python, -1 no answer. */
-#define SAMPLER_NATIVE_PROOF_NS  3000   /* target CPU time stuck on the call */
-#define SAMPLER_NATIVE_BUDGET_NS 400000 /* wall time spent looking, at most */
-#define SAMPLER_NATIVE_NAP_NS    20000  /* sleep between looks at an idle thread */
+static PyMethodDef sampler_gc_def = {"_sonde_gc_callback", sampler_gc_callback, METH_VARARGS,
+                                     NULL};
 
-static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
-                                 uint64_t addr, const sonde_pyframe_t *first)
+/* Adds our entry to gc.callbacks (once). Without it, collections are
+ * judged like any other C code. Never raises. */
+static void sampler_gc_watch_gil(void)
+{
+    if (sampler_gc_hook) return;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    PyObject *hook = callbacks ? PyCFunction_New(&sampler_gc_def, NULL) : NULL;
+    if (hook && PyList_Check(callbacks) && PyList_Append(callbacks, hook) == 0) {
+        sampler_gc_hook = hook;
+        hook = NULL;
+    }
+    Py_XDECREF(hook);
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    PyErr_Clear();
+}
+
+/* Removes our entry from gc.callbacks, if the program left it there. */
+static void sampler_gc_unwatch_gil(void)
+{
+    if (!sampler_gc_hook) return;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    if (callbacks && PyList_Check(callbacks)) {
+        for (Py_ssize_t i = PyList_GET_SIZE(callbacks) - 1; i >= 0; i--) {
+            if (PyList_GET_ITEM(callbacks, i) == sampler_gc_hook) {
+                PySequence_DelItem(callbacks, i);
+                break;
+            }
+        }
+    }
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    PyErr_Clear();
+    Py_CLEAR(sampler_gc_hook);
+}
+
+/* Whether thread `tstate` collected garbage since the starts count was
+ * `starts0` (with `running0` as it was then). */
+static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
+{
+    bool running = sonde_atomic_load_seq_cst(&sampler_gc_running);
+    uint64_t starts = sonde_atomic_load_seq_cst(&sampler_gc_starts);
+    if (!running0 && !running && starts == starts0) return false;
+    return sonde_atomic_load_relaxed(&sampler_gc_tstate) == tstate;
+}
+
+/* ---- Python or native ------------------------------------------------------------ */
+
+/* Whether a running thread is executing native code (C called from its
+ * innermost frame, whatever instruction led there: a call, an operator, a
+ * subscript, a comparison) or bytecode. The interpreter moves its frame's
+ * instruction pointer at every instruction, and a pure-bytecode step takes
+ * well under a microsecond; so the sampler looks again and again, counting
+ * only looks after the thread has used more CPU: if SAMPLER_NATIVE_LOOKS
+ * such looks and SAMPLER_NATIVE_PROOF_NS of the thread's CPU time all find
+ * the same frame (address, code) on the same instruction, it is in native
+ * code; any change means bytecode. In a loop of two instructions a look
+ * lands on the first one's instruction about half the time, so one agreeing
+ * look proves nothing, twelve leave well under 1 % (the accuracy tests hold
+ * two-instruction loops to >= 95 % Python). A garbage collection in that
+ * thread during the looks means Python (see above). Between looks at a
+ * thread that has not run, the sampler sleeps rather than spins, so that
+ * on a busy machine it does not itself keep the thread off its CPU. The
+ * looks cost the program nothing: they are reads from this thread. A
+ * thread that does not run long enough within the budget gives no answer.
+ * Returns 1 native, 0 Python, -1 no answer. */
+#define SAMPLER_NATIVE_PROOF_NS 5000     /* CPU time on the one instruction, at least */
+#define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
+#define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
+#define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */
+
+static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
+                                const sonde_walk_t *w)
 {
     sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
     sonde_ns_t start = sonde_prim_monotonic_ns();
+    bool gc_running0 = sonde_atomic_load_seq_cst(&sampler_gc_running);
+    uint64_t gc_starts0 = sonde_atomic_load_seq_cst(&sampler_gc_starts);
+    int looks = 0;
+
     if (sonde_prim_thread_cpu_ns(tid, &cpu0) < 0) return -1;
     last_cpu = cpu0;
     for (;;) {
         sonde_pyframe_iter_t it;
         sonde_pyframe_t again;
-        uint64_t again_addr = 0;
-        if (sampler_innermost(s, tstate, &again_addr, &again, &it) != 1) return 0;
-        if (again_addr != addr || again.code_id != first->code_id ||
-            again.lineno != first->lineno || !again.in_call)
+        if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return -1;
+        int rc = sonde_pyframe_iter_next(&it, &again);
+        if (rc < 0) return -1;
+        if (rc == 0 || it.frame_addr != w->innermost_addr ||
+            again.code_id != w->innermost.code_id ||
+            again.instr_offset != w->innermost.instr_offset)
             return 0;
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
-        if (cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
+        if (sampler_gc_touched(tstate, gc_starts0, gc_running0)) return 0;
+        if (cpu > last_cpu) looks++;
+        if (looks >= SAMPLER_NATIVE_LOOKS && cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
         if (sonde_prim_monotonic_ns() - start >= SAMPLER_NATIVE_BUDGET_NS) return -1;
         if (cpu == last_cpu) sonde_prim_sleep_ns(SAMPLER_NATIVE_NAP_NS);
         last_cpu = cpu;
     }
 }
 
-/* The share of a tick's running time at a call instruction of line `key`
- * that is native. An answer (1 native, 0 Python) decides and is
- * remembered; with no answer (the thread was not running while we
- * looked), the line's earlier answers decide, leaning to native: a thread
- * seen stopped on a call is more often inside it than passing through. */
-static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int answer)
+/* The share of a tick's running time at line `key` that is native. An
+ * answer (1 native, 0 Python) decides and is remembered; with no answer
+ * (the thread was not running while we looked), the line's earlier
+ * answers decide; before any, a call instruction means native (a thread
+ * seen stopped on a call is more often inside it than passing through)
+ * and any other instruction Python. */
+static double sampler_native_share(sonde_sampler_t *s, uint64_t key, int answer, bool in_call)
 {
     sonde_line_acc_t *acc = sonde_accum_line(&s->acc, key);
+    double lean = in_call ? 1.0 : 0.0;
     if (answer >= 0) {
         if (acc) {
-            if (answer) acc->calls_native++;
-            else acc->calls_python++;
+            if (answer) acc->native_answers++;
+            else acc->python_answers++;
         }
         return answer;
     }
-    if (!acc) return 1.0;
-    return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 1.0);
+    if (!acc || acc->native_answers + acc->python_answers == 0) return lean;
+    return (double)acc->native_answers / (acc->native_answers + acc->python_answers);
 }
 
 /* Walks a thread's stack (w->frames set: keeping it): *native_share is the
  * share of its running time to count as native code called from its
- * innermost frame (running: the thread is on CPU now, so a call can be
- * checked). w->line_key is the nearest profiled line, 0 if none. Returns
- * 0, or -errno when the stack could not be read (counted as a failed
+ * innermost frame (running: the thread is on CPU now, so it can be
+ * watched). w->line_key is the nearest profiled line, 0 if none. Returns
+ * 0, or -errno when no consistent stack could be read (counted as a failed
  * read; nothing is charged). */
 static int sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
                           double *native_share, sonde_walk_t *w)
 {
+    uint32_t retries = 0;
     *native_share = 0;
-    int rc = sonde_walk_thread(w, &s->proc, tstate, &s->codes, s->filter);
+    int rc = sonde_walk_thread_checked(w, &s->proc, tstate, &s->codes, s->filter, &retries);
     if (rc < 0) {
         s->acc.partial.failed_reads++;
         return rc;
     }
-    if (w->have_innermost && w->innermost.in_call) {
-        int answer = running ? sampler_still_in_call(s, tstate, tid, w->innermost_addr,
-                                                     &w->innermost)
-                             : 1; /* blocked inside the call: native */
-        *native_share = sampler_call_native_share(s, w->line_key, answer);
+    if (w->have_innermost) {
+        /* A thread blocked on a call is inside it; elsewhere, no answer. */
+        int answer = running ? sampler_stays_native(s, tstate, tid, w)
+                             : (w->innermost.in_call ? 1 : -1);
+        *native_share = sampler_native_share(s, w->line_key, answer, w->innermost.in_call);
     }
     return 0;
 }
@@ -207,8 +300,9 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
     double native_share = 0;
-    static sonde_aframe_t frames[SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
-    sonde_walk_t walk = {.frames = s->record_stacks ? frames : NULL};
+    static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
+    sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
+                         .spare = s->record_stacks ? frames[1] : NULL};
     int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
                             &walk);
     uint64_t key = rc < 0 ? 0 : walk.line_key;
@@ -269,6 +363,7 @@ static void *sampler_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     sonde_prim_set_timer_slack(1000);
+    if (sampler_test_cpu >= 0) sonde_prim_pin_self_to_cpu(sampler_test_cpu); /* tests only */
     atomic_store(&s->thread_tid, sonde_prim_gettid());
 
     if (s->first_tick) {
@@ -322,12 +417,18 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
         rc = s->wake_fd;
         goto error;
     }
+    /* Test-only: the accuracy tests run the sampler on a CPU of their
+     * choice (tests/e2e/test_cpu_accuracy.py); not a user setting. */
+    const char *test_cpu = getenv("SONDE_TEST_SAMPLER_CPU");
+    sampler_test_cpu = test_cpu && *test_cpu ? atoi(test_cpu) : -1;
+    sampler_gc_watch_gil();
     s->start_ns = sonde_prim_monotonic_ns();
     rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc < 0) goto error;
     s->thread_started = true;
     return 0;
 error:
+    sampler_gc_unwatch_gil();
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);
@@ -352,6 +453,7 @@ void sonde_sampler_stop(sonde_sampler_t *s)
     PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
     pthread_join(s->thread, NULL);
     if (have_gil) PyEval_RestoreThread(save);
+    if (have_gil) sampler_gc_unwatch_gil();
     s->thread_started = false;
     if (!s->stop_ns) s->stop_ns = sonde_prim_monotonic_ns();
 }

@@ -23,6 +23,9 @@
 #include <string.h>
 
 #define FRAME_SPAN_MAX 256 /* bytes of a frame read per frame */
+/* FRAME_OWNED_BY_GENERATOR: the same value in every version with an owner
+ * field (3.11+). */
+#define FRAME_OWNER_GENERATOR 1
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -101,15 +104,23 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
     if (off->frame_owner >= 0 && off->frame_owner_cstack >= 0 &&
         (int8_t)span[off->frame_owner - lo] == off->frame_owner_cstack)
         return 0;
+    /* A generator's frame links to its caller only while it runs: one read
+     * with no caller was suspended by the time the walk reached it. */
+    if (off->frame_owner >= 0 && it->next_frame == 0 &&
+        (int8_t)span[off->frame_owner - lo] == FRAME_OWNER_GENERATOR)
+        it->detached = true;
     uint64_t code_addr = frames_rd64(span, off->frame_code - lo);
     rc = sonde_pycode_get(proc, code_addr, &hit);
-    if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT)
+    if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT) {
+        it->doubtful++;
         return 0; /* 3.13: f_executable is not a code object */
+    }
     if (rc != 0) return rc;
     int64_t offset = frames_offset(off, span, lo, code_addr);
     frame->code_id = hit.code_id;
     frame->lineno = sonde_pycode_line(&hit, offset);
     frame->in_call = sonde_pycode_in_call(&hit, offset);
+    frame->instr_offset = offset < 0 ? -1 : offset > INT32_MAX ? INT32_MAX : (int32_t)offset;
     return 1;
 }
 
@@ -138,7 +149,10 @@ int sonde_pyframe_iter_next(sonde_pyframe_iter_t *it, sonde_pyframe_t *frame)
             it->truncated = true;
             frames_finish(it);
         }
-        if (rc == 1) return 1;
+        if (rc == 1) {
+            it->frame_addr = addr;
+            return 1;
+        }
     }
     return 0;
 }
