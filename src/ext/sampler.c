@@ -43,12 +43,23 @@ typedef struct sonde_sampler_thread {
 
 /* ---- accumulation ------------------------------------------------------- */
 
-static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_ns,
-                           sonde_ns_t native_ns, sonde_ns_t system_ns)
+/* Charges a tick's time to line `key`: running time by the native test's
+ * answer (1 native, 0 Python, -1 none: shared out later by the line's
+ * answers, see sonde_line_split), and system time. */
+static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, int answer,
+                           bool in_call, sonde_ns_t system_ns)
 {
+    sonde_ns_t python_ns = answer == 0 ? run_ns : 0, native_ns = answer == 1 ? run_ns : 0;
+    sonde_ns_t unwatched_ns = answer < 0 ? run_ns : 0;
+    if (!key) python_ns += unwatched_ns; /* unattributed: counted, not split */
     sonde_line_acc_t *acc = sonde_accum_charge(&s->acc, key, python_ns, native_ns, system_ns);
-    if (acc && s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
-        double sec = (double)(python_ns + native_ns + system_ns) / 1e9;
+    if (!acc) return;
+    if (run_ns && answer == 1) acc->native_answers++;
+    if (run_ns && answer == 0) acc->python_answers++;
+    if (in_call) acc->unwatched_call_ns += unwatched_ns;
+    else acc->unwatched_ns += unwatched_ns;
+    if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
+        double sec = (double)(run_ns + system_ns) / 1e9;
         acc->gpu_samples++;
         acc->gpu_sec += sec;
         acc->gpu_util_sum += s->gpu_now.util_percent * sec;
@@ -213,49 +224,26 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
     }
 }
 
-/* The share of a tick's running time at line `key` that is native. An
- * answer (1 native, 0 Python) decides and is remembered; with no answer
- * (the thread was not running while we looked), the line's earlier
- * answers decide; before any, a call instruction means native (a thread
- * seen stopped on a call is more often inside it than passing through)
- * and any other instruction Python. */
-static double sampler_native_share(sonde_sampler_t *s, uint64_t key, int answer, bool in_call)
-{
-    sonde_line_acc_t *acc = sonde_accum_line(&s->acc, key);
-    double lean = in_call ? 1.0 : 0.0;
-    if (answer >= 0) {
-        if (acc) {
-            if (answer) acc->native_answers++;
-            else acc->python_answers++;
-        }
-        return answer;
-    }
-    if (!acc || acc->native_answers + acc->python_answers == 0) return lean;
-    return (double)acc->native_answers / (acc->native_answers + acc->python_answers);
-}
-
-/* Walks a thread's stack (w->frames set: keeping it): *native_share is the
- * share of its running time to count as native code called from its
- * innermost frame (running: the thread is on CPU now, so it can be
- * watched). w->line_key is the nearest profiled line, 0 if none. Returns
- * 0, or -errno when no consistent stack could be read (counted as a failed
- * read; nothing is charged). */
+/* Walks a thread's stack (w->frames set: keeping it): *answer says whether
+ * its running time is native code called from its innermost frame (1),
+ * bytecode (0), or unknown (-1: the thread did not run while watched; a
+ * thread blocked on a call instruction is inside the call). running: the
+ * thread is on CPU now, so it can be watched. w->line_key is the nearest
+ * profiled line, 0 if none. Returns 0, or -errno when no consistent stack
+ * could be read (counted as a failed read; nothing is charged). */
 static int sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
-                          double *native_share, sonde_walk_t *w)
+                          int *answer, sonde_walk_t *w)
 {
     uint32_t retries = 0;
-    *native_share = 0;
+    *answer = 0;
     int rc = sonde_walk_thread_checked(w, &s->proc, tstate, &s->codes, s->filter, &retries);
     if (rc < 0) {
         s->acc.partial.failed_reads++;
         return rc;
     }
-    if (w->have_innermost) {
-        /* A thread blocked on a call is inside it; elsewhere, no answer. */
-        int answer = running ? sampler_stays_native(s, tstate, tid, w)
-                             : (w->innermost.in_call ? 1 : -1);
-        *native_share = sampler_native_share(s, w->line_key, answer, w->innermost.in_call);
-    }
+    if (w->have_innermost)
+        *answer = running ? sampler_stays_native(s, tstate, tid, w)
+                          : (w->innermost.in_call ? 1 : -1);
     return 0;
 }
 
@@ -291,7 +279,7 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && !s->record_stacks) {
         if (t->last_wait == SONDE_WAIT_THREAD) return;
         if (t->last_wait == SONDE_WAIT_SYSTEM) {
-            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, blocked_ns);
+            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, false, blocked_ns);
             return;
         }
     }
@@ -299,11 +287,11 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
-    double native_share = 0;
+    int answer = 0;
     static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
                          .spare = s->record_stacks ? frames[1] : NULL};
-    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
+    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &answer,
                             &walk);
     uint64_t key = rc < 0 ? 0 : walk.line_key;
     t->last_wait = wait;
@@ -313,15 +301,13 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     /* Wall-clock mode charges the time the thread was ready to run but
      * preempted like the time it ran: both are the line's wall time. */
     sonde_ns_t run_ns = cpu_delta + (s->virtual_time ? 0 : runq_delta);
-    sonde_ns_t native_ns = (sonde_ns_t)((double)run_ns * native_share + 0.5);
-    if (native_ns > run_ns) native_ns = run_ns;
-    sonde_ns_t python_ns = run_ns - native_ns;
     sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
-    if (python_ns + native_ns + system_ns == 0) return;
-    sampler_charge(s, key, python_ns, native_ns, system_ns);
+    if (run_ns + system_ns == 0) return;
+    sampler_charge(s, key, run_ns, answer, walk.have_innermost && walk.innermost.in_call,
+                   system_ns);
     if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
         sonde_accum_add_stack(&s->acc, sonde_accum_slot(&s->acc, t->key.tid), walk.frames,
-                              walk.depth, 1, python_ns + native_ns + system_ns);
+                              walk.depth, 1, run_ns + system_ns);
 }
 
 static void sampler_tick(sonde_sampler_t *s)

@@ -237,6 +237,10 @@ typedef struct sonde_line_acc {
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
     uint32_t native_answers, python_answers; /* in-process: native or Python, as watched */
+    /* In-process: running time of samples that got no answer (the thread
+     * did not run while it was watched), on a call instruction or not;
+     * sonde_line_split shares it out by the line's answers. */
+    sonde_ns_t unwatched_call_ns, unwatched_ns;
     /* GPU readings attached to the line's samples, weighted by the time
      * each charged (src/ext/gpu.c; sonde_line_gpu_t); 0 without. */
     uint64_t gpu_samples;
@@ -278,6 +282,10 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
 sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
                                      sonde_ns_t python_ns, sonde_ns_t native_ns,
                                      sonde_ns_t system_ns);
+/* The line's Python and native time, with its unwatched time shared out
+ * by its answers (before any: native on a call instruction, else Python).
+ * Pure. */
+void sonde_line_split(const sonde_line_acc_t *line, sonde_ns_t *python_ns, sonde_ns_t *native_ns);
 /* The thread slot of a kernel tid (created on first use). Out of memory:
  * slot 0's. */
 uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid);
