@@ -5,8 +5,10 @@
  * without the GIL and without signals, and charges the time that thread
  * used since the previous tick to the line of profiled code it is on:
  *   - CPU time (the thread's own CPU clock) is Python time, or native time
- *     when the innermost Python frame is in the middle of a call-family
- *     instruction (the thread is in C code called from that line);
+ *     when the thread, watched from here, keeps its innermost frame on one
+ *     instruction while it runs (C code reached from that line by a call,
+ *     an operator, a subscript...; a garbage collection there is Python,
+ *     told by a gc.callbacks entry);
  *   - time off CPU is system time when the thread is blocked in a system
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
@@ -17,6 +19,9 @@
  * line and stack accumulators and the partial-profile counters (failed
  * reads, samples dropped for want of memory, threads and frames left out),
  * shared with the memory callback and the attach reader.
+ * Stack reads are checked and retried (sonde_walk_thread_checked). The
+ * test-only variable SONDE_TEST_SAMPLER_CPU pins the sampler thread to one
+ * CPU (tests/e2e/test_cpu_accuracy.py); it is not a user setting.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
  * async-signal-safe entry (it writes to an eventfd). The thread blocks all
  * signals, so the program's signals are never delivered to it.
@@ -24,6 +29,15 @@
 #include "ext.h"
 
 #include "../core/atomic.h"
+
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#include <stddef.h>
+/* src/pyread/frames.c finds a frame's generator just before f_lasti
+ * (FRAME_GEN_BEFORE_LASTI) to tell a suspended generator's frame. */
+_Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen) + 8,
+               "PyFrameObject: f_gen is not just before f_lasti");
+#endif
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -231,10 +245,11 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
  * thread is on CPU now, so it can be watched. w->line_key is the nearest
  * profiled line, 0 if none. Returns 0, or -errno when no consistent stack
  * could be read (counted as a failed read; nothing is charged). */
-static int sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
-                          int *answer, sonde_walk_t *w)
+static int sampler_locate(sonde_sampler_t *s, sonde_sampler_thread_t *t, uint64_t tstate,
+                          bool running, int *answer, sonde_walk_t *w)
 {
     uint32_t retries = 0;
+    pid_t tid = t->key.tid;
     *answer = 0;
     int rc = sonde_walk_thread_checked(w, &s->proc, tstate, &s->codes, s->filter, &retries);
     if (rc < 0) {
@@ -291,8 +306,7 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
                          .spare = s->record_stacks ? frames[1] : NULL};
-    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &answer,
-                            &walk);
+    int rc = sampler_locate(s, t, pt->tstate, wait == SONDE_WAIT_RUNNING, &answer, &walk);
     uint64_t key = rc < 0 ? 0 : walk.line_key;
     t->last_wait = wait;
     t->last_key = key;

@@ -26,6 +26,10 @@
 /* FRAME_OWNED_BY_GENERATOR: the same value in every version with an owner
  * field (3.11+). */
 #define FRAME_OWNER_GENERATOR 1
+/* <= 3.10: PyFrameObject's f_gen (the generator owning the frame, or NULL)
+ * is the pointer just before f_lasti (3.8, 3.9, 3.10; the in-process
+ * sampler checks it against the headers it is built with). */
+#define FRAME_GEN_BEFORE_LASTI 8
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -86,7 +90,11 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
 {
     sonde_pyproc_t *proc = it->proc;
     const sonde_pyoffsets_t *off = proc->off;
-    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner};
+    bool lasti = off->instr_kind == SONDE_PYINSTR_LASTI_BYTES ||
+                 off->instr_kind == SONDE_PYINSTR_LASTI_UNITS;
+    int32_t gen_at = lasti ? off->frame_instr - FRAME_GEN_BEFORE_LASTI : -1;
+    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner,
+                        gen_at};
     int32_t lo = INT32_MAX, hi = 0;
     uint8_t span[FRAME_SPAN_MAX];
     sonde_pycode_hit_t hit;
@@ -106,8 +114,10 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
         return 0;
     /* A generator's frame links to its caller only while it runs: one read
      * with no caller was suspended by the time the walk reached it. */
-    if (off->frame_owner >= 0 && it->next_frame == 0 &&
+    if (it->next_frame == 0 && off->frame_owner >= 0 &&
         (int8_t)span[off->frame_owner - lo] == FRAME_OWNER_GENERATOR)
+        it->detached = true;
+    if (it->next_frame == 0 && gen_at >= 0 && frames_rd64(span, gen_at - lo) != 0)
         it->detached = true;
     uint64_t code_addr = frames_rd64(span, off->frame_code - lo);
     rc = sonde_pycode_get(proc, code_addr, &hit);

@@ -178,8 +178,8 @@ typedef struct sonde_pyframe_iter {
                             a code object (3.13: a frame being set up or torn
                             down while it was read can look like that) */
     bool detached;       /* the walk ended at a generator's frame with no
-                            caller (3.11+): it yielded while the walk read
-                            the frames below, so the stack is cut there */
+                            caller: it yielded while the walk read the
+                            frames below, so the stack is cut there */
 } sonde_pyframe_iter_t;
 
 int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate, sonde_pyframe_iter_t *it);

@@ -210,7 +210,10 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
 /* The same walk of a thread that runs while it is read (the in-process
  * sampler): a walk is kept when its innermost frame (address, code,
  * caller) is still on the thread's stack afterwards, found among its
- * SONDE_WALK_RECHECK_FRAMES innermost frames, so every frame read was live;
+ * SONDE_WALK_RECHECK_FRAMES innermost frames, so every frame read was live,
+ * and it did not end at a suspended generator's frame (one read just as it
+ * yielded has lost its caller link; the innermost frame can be live again
+ * by the check);
  * otherwise (a read failed, a frame was skipped as not executing code, the
  * innermost frame was left or torn down) the walk is done again, at most
  * SONDE_WALK_TRIES times in all, or SONDE_WALK_TRIES_MAX while every walk

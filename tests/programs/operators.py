@@ -28,7 +28,7 @@ def bigint(seconds):
 def numpy_ops(seconds):
     import numpy as np
     rng = np.random.default_rng(1)
-    m = rng.random((200, 200))
+    m = rng.random((320, 320))
     a, b = rng.random(1000000), rng.random(1000000)
     arr, idx = rng.random(1000000), rng.integers(0, 1000000, 1000000)
     end = time.thread_time() + seconds
