@@ -41,6 +41,10 @@ def _func_total(prof, path, name):
 
 
 def test_function_bias(env):
+    return _function_bias(env, {})
+
+
+def _function_bias(env, kw):
     script = _program("function_bias.py")
     cal = env.run_python([script, "calibrate"])
     check(cal.returncode == 0, cal.stderr)
@@ -50,7 +54,7 @@ def test_function_bias(env):
     for target in (0.25, 0.5, 0.75):
         n_calling = int(rates["calling"] * total_seconds * target)
         n_inlined = int(rates["inlined"] * total_seconds * (1 - target))
-        proc, prof = env.profile(script, [str(n_calling), str(n_inlined)])
+        proc, prof = env.profile(script, [str(n_calling), str(n_inlined)], **kw)
         check(proc.returncode == 0, proc.stderr[-2000:])
         truth = json.loads(proc.stdout)
         true_share = 100 * truth["calling"] / (truth["calling"] + truth["inlined"])
@@ -85,8 +89,12 @@ def test_python_vs_native(env):
 
 
 def test_threads(env):
+    return _threads(env, {})
+
+
+def _threads(env, kw):
     script = _program("threads.py")
-    proc, prof = env.profile(script, ["2.0"])
+    proc, prof = env.profile(script, ["2.0"], **kw)
     check(proc.returncode == 0, proc.stderr[-2000:])
     lines = lines_by_no(prof, script)
     marks = marked_lines(script)
@@ -107,8 +115,12 @@ def test_threads(env):
 
 
 def test_blocking_is_system_time(env):
+    return _blocking(env, {})
+
+
+def _blocking(env, kw):
     script = _program("blocking.py")
-    proc, prof = env.profile(script, ["1.2"])
+    proc, prof = env.profile(script, ["1.2"], **kw)
     check(proc.returncode == 0, proc.stderr[-2000:])
     lines = lines_by_no(prof, script)
     marks = marked_lines(script)
@@ -286,3 +298,13 @@ def test_json_and_generators_attributed(env):
         return "%d runs, unattributed <= %.1f%%, json share within %.1f points" % (
             runs, worst_unattr, worst_gap)
     return _each_condition(run)
+
+
+def test_function_bias_thread_and_system_time_under_load(env):
+    """The earlier tests, with the second CPU kept busy."""
+    notes = []
+    for name, run in (("function bias", _function_bias), ("threads", _threads),
+                      ("blocking", _blocking)):
+        with _condition("busy") as kw:
+            notes.append("%s: %s" % (name, run(env, kw)))
+    return "; ".join(notes)
