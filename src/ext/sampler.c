@@ -235,12 +235,16 @@ static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
  * thread that has not run, the sampler sleeps rather than spins, so that
  * on a busy machine it does not itself keep the thread off its CPU. The
  * looks cost the program nothing: they are reads from this thread. A
- * thread that does not run long enough within the budget gives no answer.
+ * thread that does not run long enough within the budget gives no answer,
+ * and so does a move seen after SAMPLER_NATIVE_UNSURE_LOOKS agreeing looks
+ * (C work ending while it was watched, or a loop that looked still by
+ * chance): such time is shared out by the line's sure answers.
  * Returns 1 native, 0 Python, -1 no answer. */
 #define SAMPLER_NATIVE_PROOF_NS 5000     /* CPU time on the one instruction, at least */
 #define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
 #define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
 #define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */
+#define SAMPLER_NATIVE_UNSURE_LOOKS 3    /* agreeing looks before a move makes it unsure */
 
 static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
                                 const sonde_walk_t *w)
@@ -262,7 +266,12 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
         if (rc == 0 || it.frame_addr != w->innermost_addr ||
             again.code_id != w->innermost.code_id ||
             again.instr_offset != w->innermost.instr_offset)
-            return 0;
+            /* Moved: bytecode, unless it had stayed long enough for the
+             * move to be the end of C work (then unsure, not Python: else
+             * every native stretch would lose its last looks' worth). */
+            return looks >= SAMPLER_NATIVE_UNSURE_LOOKS && last_cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS
+                       ? -1
+                       : 0;
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
         if (sampler_gc_touched(tstate, gc_starts0, gc_running0)) return 0;
         if (cpu > last_cpu) looks++;
