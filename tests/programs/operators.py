@@ -15,7 +15,7 @@ import time
 
 
 def bigint(seconds):
-    x, y = 7 ** 60000, 3 ** 60000
+    x, y = 7 ** 150000, 3 ** 150000
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         z = x * y  # @op_mul
@@ -29,7 +29,7 @@ def numpy_ops(seconds):
     import numpy as np
     rng = np.random.default_rng(1)
     m = rng.random((320, 320))
-    a, b = rng.random(1000000), rng.random(1000000)
+    a, b = rng.random(4000000), rng.random(4000000)
     arr, idx = rng.random(1000000), rng.integers(0, 1000000, 1000000)
     end = time.thread_time() + seconds
     while time.thread_time() < end:
