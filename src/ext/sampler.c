@@ -89,8 +89,7 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, 
 /* A late tick (the sampler thread was kept off its CPU for longer than an
  * interval) covers time the thread may have spent far from where it is
  * now: charged all to the new place, the end of a phase would go to the
- * next phase (the function-bias test under load: the calling variant,
- * which runs first, lost 3 to 4 points). Each place is then charged the
+ * next phase (half the delay on average). Each place is then charged the
  * half of the excess nearest to it: *prev_ns is the share of run_ns that
  * goes to the previous place. */
 static sonde_ns_t sampler_late_share(const sonde_sampler_t *s, sonde_ns_t wall_ns,
