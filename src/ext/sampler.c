@@ -5,8 +5,10 @@
  * without the GIL and without signals, and charges the time that thread
  * used since the previous tick to the line of profiled code it is on:
  *   - CPU time (the thread's own CPU clock) is Python time, or native time
- *     when the innermost Python frame is in the middle of a call-family
- *     instruction (the thread is in C code called from that line);
+ *     when the thread, watched from here, keeps its innermost frame on one
+ *     instruction while it runs (C code reached from that line by a call,
+ *     an operator, a subscript...; a garbage collection there is Python,
+ *     told by a gc.callbacks entry);
  *   - time off CPU is system time when the thread is blocked in a system
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
@@ -17,11 +19,25 @@
  * line and stack accumulators and the partial-profile counters (failed
  * reads, samples dropped for want of memory, threads and frames left out),
  * shared with the memory callback and the attach reader.
+ * Stack reads are checked and retried (sonde_walk_thread_checked). The
+ * test-only variable SONDE_TEST_SAMPLER_CPU pins the sampler thread to one
+ * CPU (tests/e2e/test_cpu_accuracy.py); it is not a user setting.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
  * async-signal-safe entry (it writes to an eventfd). The thread blocks all
  * signals, so the program's signals are never delivered to it.
  */
 #include "ext.h"
+
+#include "../core/atomic.h"
+
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#include <stddef.h>
+/* src/pyread/frames.c finds a frame's generator just before f_lasti
+ * (FRAME_GEN_BEFORE_LASTI) to tell a suspended generator's frame. */
+_Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen) + 8,
+               "PyFrameObject: f_gen is not just before f_lasti");
+#endif
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -36,17 +52,31 @@ typedef struct sonde_sampler_thread {
     sonde_ns_t last_runq_ns;   /* runnable but preempted, since it started */
     sonde_thread_wait_t last_wait;
     uint64_t last_key;         /* where its last time went; 0 = unattributed */
+    int last_answer;           /* the native test's answer there (sampler_charge) */
+    bool last_in_call;         /* ... and whether it was on a call instruction */
+    bool last_valid;           /* last_key.. come from a stack read */
     sonde_prim_thread_t os;    /* the kernel's view of the thread */
 } sonde_sampler_thread_t;
 
 /* ---- accumulation ------------------------------------------------------- */
 
-static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_ns,
-                           sonde_ns_t native_ns, sonde_ns_t system_ns)
+/* Charges a tick's time to line `key`: running time by the native test's
+ * answer (1 native, 0 Python, -1 none: shared out later by the line's
+ * answers, see sonde_line_split), and system time. */
+static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, int answer,
+                           bool in_call, sonde_ns_t system_ns)
 {
+    sonde_ns_t python_ns = answer == 0 ? run_ns : 0, native_ns = answer == 1 ? run_ns : 0;
+    sonde_ns_t unwatched_ns = answer < 0 ? run_ns : 0;
+    if (!key) python_ns += unwatched_ns; /* unattributed: counted, not split */
     sonde_line_acc_t *acc = sonde_accum_charge(&s->acc, key, python_ns, native_ns, system_ns);
-    if (acc && s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
-        double sec = (double)(python_ns + native_ns + system_ns) / 1e9;
+    if (!acc) return;
+    if (run_ns && answer == 1) acc->native_answers++;
+    if (run_ns && answer == 0) acc->python_answers++;
+    if (in_call) acc->unwatched_call_ns += unwatched_ns;
+    else acc->unwatched_ns += unwatched_ns;
+    if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
+        double sec = (double)(run_ns + system_ns) / 1e9;
         acc->gpu_samples++;
         acc->gpu_sec += sec;
         acc->gpu_util_sum += s->gpu_now.util_percent * sec;
@@ -54,6 +84,37 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t python_n
         if (s->gpu_now.peak_memory_mb > acc->gpu_peak_mb)
             acc->gpu_peak_mb = s->gpu_now.peak_memory_mb;
     }
+}
+
+/* A late tick (the sampler thread was kept off its CPU for longer than an
+ * interval) covers time the thread may have spent far from where it is
+ * now: charged all to the new place, the end of a phase would go to the
+ * next phase (half the delay on average). Each place is then charged the
+ * half of the excess nearest to it: *prev_ns is the share of run_ns that
+ * goes to the previous place. */
+static sonde_ns_t sampler_late_share(const sonde_sampler_t *s, sonde_ns_t wall_ns,
+                                     sonde_ns_t run_ns)
+{
+    if (wall_ns <= 2 * s->interval_ns) return 0;
+    double excess = (double)(wall_ns - s->interval_ns) / 2.0 / (double)wall_ns;
+    return (sonde_ns_t)((double)run_ns * excess);
+}
+
+/* Adds running time to the thread's previous place, as classified there
+ * (no new sample, no new answer). */
+static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampler_thread *t,
+                                    sonde_ns_t run_ns)
+{
+    if (!t->last_key) {
+        s->acc.unattributed_ns += run_ns;
+        return;
+    }
+    sonde_line_acc_t *acc = sonde_accum_line(&s->acc, t->last_key);
+    if (!acc) return;
+    if (t->last_answer == 1) acc->native_ns += run_ns;
+    else if (t->last_answer == 0) acc->python_ns += run_ns;
+    else if (t->last_in_call) acc->unwatched_call_ns += run_ns;
+    else acc->unwatched_ns += run_ns;
 }
 
 /* ---- threads ------------------------------------------------------------------ */
@@ -76,93 +137,171 @@ static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t
     return t;
 }
 
-/* Reads the innermost frame of a thread: its address and what it is
- * executing. Returns 1, 0 if the thread has no frame, or -errno. */
-static int sampler_innermost(sonde_sampler_t *s, uint64_t tstate, uint64_t *addr,
-                             sonde_pyframe_t *frame, sonde_pyframe_iter_t *it)
+/* ---- garbage collections ----------------------------------------------------- */
+
+/* The collector runs C code from whatever instruction allocated, for as
+ * long as a native call; its time is the interpreter's own work, charged
+ * as Python time to that line. gc.callbacks calls sampler_gc_callback at
+ * the start and the stop of every collection, in the collecting thread,
+ * with the GIL; the sampler reads these without it. */
+static atomic_uint_fast64_t sampler_gc_starts;  /* collections started */
+static atomic_bool sampler_gc_running;          /* one is running now */
+static atomic_uint_fast64_t sampler_gc_tstate;  /* the collecting thread's state */
+static PyObject *sampler_gc_hook;               /* owned; our gc.callbacks entry, or NULL */
+static int sampler_test_cpu = -1; /* SONDE_TEST_SAMPLER_CPU: tests pin the sampler there */
+
+static PyObject *sampler_gc_callback(PyObject *self, PyObject *args)
 {
-    if (sonde_pyframe_iter_begin(&s->proc, tstate, it) < 0) return -EFAULT;
-    *addr = it->next_frame;
-    return sonde_pyframe_iter_next(it, frame);
+    (void)self;
+    PyObject *phase = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
+                                                                         : NULL;
+    if (phase && PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0) {
+        sonde_atomic_store_relaxed(&sampler_gc_tstate, (uint64_t)(uintptr_t)PyThreadState_Get());
+        sonde_atomic_add_seq_cst(&sampler_gc_starts, 1);
+        sonde_atomic_store_seq_cst(&sampler_gc_running, true);
+    } else {
+        sonde_atomic_store_seq_cst(&sampler_gc_running, false);
+    }
+    Py_RETURN_NONE;
 }
 
-/* Whether a thread whose innermost frame sits on a call instruction is
- * really inside native code, or only passing through the call of a Python
- * function (whose frame is being set up or torn down, well under a
- * microsecond). Look again until the thread has run for
- * SAMPLER_NATIVE_PROOF_NS of CPU time: if its innermost frame is still on
- * the same call, it is in native code; any change means it is running
- * Python. Between looks at a thread that has not run, the sampler sleeps
- * rather than spins, so that on a busy machine it does not itself keep the
- * thread off its CPU. A thread that does not run within the budget gives
- * no answer. Returns 1 native, 0 Python, -1 no answer. */
-#define SAMPLER_NATIVE_PROOF_NS  3000   /* target CPU time stuck on the call */
-#define SAMPLER_NATIVE_BUDGET_NS 400000 /* wall time spent looking, at most */
-#define SAMPLER_NATIVE_NAP_NS    20000  /* sleep between looks at an idle thread */
+static PyMethodDef sampler_gc_def = {"_sonde_gc_callback", sampler_gc_callback, METH_VARARGS,
+                                     NULL};
 
-static int sampler_still_in_call(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
-                                 uint64_t addr, const sonde_pyframe_t *first)
+/* Adds our entry to gc.callbacks (once). Without it, collections are
+ * judged like any other C code. Never raises. */
+static void sampler_gc_watch_gil(void)
+{
+    if (sampler_gc_hook) return;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    PyObject *hook = callbacks ? PyCFunction_New(&sampler_gc_def, NULL) : NULL;
+    if (hook && PyList_Check(callbacks) && PyList_Append(callbacks, hook) == 0) {
+        sampler_gc_hook = hook;
+        hook = NULL;
+    }
+    Py_XDECREF(hook);
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    PyErr_Clear();
+}
+
+/* Removes our entry from gc.callbacks, if the program left it there. */
+static void sampler_gc_unwatch_gil(void)
+{
+    if (!sampler_gc_hook) return;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *callbacks = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+    if (callbacks && PyList_Check(callbacks)) {
+        for (Py_ssize_t i = PyList_GET_SIZE(callbacks) - 1; i >= 0; i--) {
+            if (PyList_GET_ITEM(callbacks, i) == sampler_gc_hook) {
+                PySequence_DelItem(callbacks, i);
+                break;
+            }
+        }
+    }
+    Py_XDECREF(callbacks);
+    Py_XDECREF(gc);
+    PyErr_Clear();
+    Py_CLEAR(sampler_gc_hook);
+}
+
+/* Whether thread `tstate` collected garbage since the starts count was
+ * `starts0` (with `running0` as it was then). */
+static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
+{
+    bool running = sonde_atomic_load_seq_cst(&sampler_gc_running);
+    uint64_t starts = sonde_atomic_load_seq_cst(&sampler_gc_starts);
+    if (!running0 && !running && starts == starts0) return false;
+    return sonde_atomic_load_relaxed(&sampler_gc_tstate) == tstate;
+}
+
+/* ---- Python or native ------------------------------------------------------------ */
+
+/* Whether a running thread is executing native code (C called from its
+ * innermost frame, whatever instruction led there: a call, an operator, a
+ * subscript, a comparison) or bytecode. The interpreter moves its frame's
+ * instruction pointer at every instruction, and a pure-bytecode step takes
+ * well under a microsecond; so the sampler looks again and again, counting
+ * only looks after the thread has used more CPU: if SAMPLER_NATIVE_LOOKS
+ * such looks and SAMPLER_NATIVE_PROOF_NS of the thread's CPU time all find
+ * the same frame (address, code) on the same instruction, it is in native
+ * code; any change means bytecode. In a loop of two instructions a look
+ * lands on the first one's instruction about half the time, so one agreeing
+ * look proves nothing, twelve leave well under 1 % (the accuracy tests hold
+ * two-instruction loops to >= 95 % Python). A garbage collection in that
+ * thread during the looks means Python (see above). Between looks at a
+ * thread that has not run, the sampler sleeps rather than spins, so that
+ * on a busy machine it does not itself keep the thread off its CPU. The
+ * looks cost the program nothing: they are reads from this thread. A
+ * thread that does not run long enough within the budget gives no answer,
+ * and so does a move seen after SAMPLER_NATIVE_UNSURE_LOOKS agreeing looks
+ * (C work ending while it was watched, or a loop that looked still by
+ * chance): such time is shared out by the line's sure answers.
+ * Returns 1 native, 0 Python, -1 no answer. */
+#define SAMPLER_NATIVE_PROOF_NS 5000     /* CPU time on the one instruction, at least */
+#define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
+#define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
+#define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */
+#define SAMPLER_NATIVE_UNSURE_LOOKS 3    /* agreeing looks before a move makes it unsure */
+
+static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
+                                const sonde_walk_t *w)
 {
     sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
     sonde_ns_t start = sonde_prim_monotonic_ns();
+    bool gc_running0 = sonde_atomic_load_seq_cst(&sampler_gc_running);
+    uint64_t gc_starts0 = sonde_atomic_load_seq_cst(&sampler_gc_starts);
+    int looks = 0;
+
     if (sonde_prim_thread_cpu_ns(tid, &cpu0) < 0) return -1;
     last_cpu = cpu0;
     for (;;) {
         sonde_pyframe_iter_t it;
         sonde_pyframe_t again;
-        uint64_t again_addr = 0;
-        if (sampler_innermost(s, tstate, &again_addr, &again, &it) != 1) return 0;
-        if (again_addr != addr || again.code_id != first->code_id ||
-            again.lineno != first->lineno || !again.in_call)
-            return 0;
+        if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return -1;
+        int rc = sonde_pyframe_iter_next(&it, &again);
+        if (rc < 0) return -1;
+        if (rc == 0 || it.frame_addr != w->innermost_addr ||
+            again.code_id != w->innermost.code_id ||
+            again.instr_offset != w->innermost.instr_offset)
+            /* Moved: bytecode, unless it had stayed long enough for the
+             * move to be the end of C work (then unsure, not Python: else
+             * every native stretch would lose its last looks' worth). */
+            return looks >= SAMPLER_NATIVE_UNSURE_LOOKS && last_cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS
+                       ? -1
+                       : 0;
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
-        if (cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
+        if (sampler_gc_touched(tstate, gc_starts0, gc_running0)) return 0;
+        if (cpu > last_cpu) looks++;
+        if (looks >= SAMPLER_NATIVE_LOOKS && cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) return 1;
         if (sonde_prim_monotonic_ns() - start >= SAMPLER_NATIVE_BUDGET_NS) return -1;
         if (cpu == last_cpu) sonde_prim_sleep_ns(SAMPLER_NATIVE_NAP_NS);
         last_cpu = cpu;
     }
 }
 
-/* The share of a tick's running time at a call instruction of line `key`
- * that is native. An answer (1 native, 0 Python) decides and is
- * remembered; with no answer (the thread was not running while we
- * looked), the line's earlier answers decide, leaning to native: a thread
- * seen stopped on a call is more often inside it than passing through. */
-static double sampler_call_native_share(sonde_sampler_t *s, uint64_t key, int answer)
+/* Walks a thread's stack (w->frames set: keeping it): *answer says whether
+ * its running time is native code called from its innermost frame (1),
+ * bytecode (0), or unknown (-1: the thread did not run while watched; a
+ * thread blocked on a call instruction is inside the call). running: the
+ * thread is on CPU now, so it can be watched. w->line_key is the nearest
+ * profiled line, 0 if none. Returns 0, or -errno when no consistent stack
+ * could be read (counted as a failed read; nothing is charged). */
+static int sampler_locate(sonde_sampler_t *s, sonde_sampler_thread_t *t, uint64_t tstate,
+                          bool running, int *answer, sonde_walk_t *w)
 {
-    sonde_line_acc_t *acc = sonde_accum_line(&s->acc, key);
-    if (answer >= 0) {
-        if (acc) {
-            if (answer) acc->calls_native++;
-            else acc->calls_python++;
-        }
-        return answer;
-    }
-    if (!acc) return 1.0;
-    return (acc->calls_native + 1.0) / (acc->calls_native + acc->calls_python + 1.0);
-}
-
-/* Walks a thread's stack (w->frames set: keeping it): *native_share is the
- * share of its running time to count as native code called from its
- * innermost frame (running: the thread is on CPU now, so a call can be
- * checked). w->line_key is the nearest profiled line, 0 if none. Returns
- * 0, or -errno when the stack could not be read (counted as a failed
- * read; nothing is charged). */
-static int sampler_locate(sonde_sampler_t *s, uint64_t tstate, pid_t tid, bool running,
-                          double *native_share, sonde_walk_t *w)
-{
-    *native_share = 0;
-    int rc = sonde_walk_thread(w, &s->proc, tstate, &s->codes, s->filter);
+    uint32_t retries = 0;
+    pid_t tid = t->key.tid;
+    *answer = 0;
+    int rc = sonde_walk_thread_checked(w, &s->proc, tstate, &s->codes, s->filter, &retries);
     if (rc < 0) {
         s->acc.partial.failed_reads++;
         return rc;
     }
-    if (w->have_innermost && w->innermost.in_call) {
-        int answer = running ? sampler_still_in_call(s, tstate, tid, w->innermost_addr,
-                                                     &w->innermost)
-                             : 1; /* blocked inside the call: native */
-        *native_share = sampler_call_native_share(s, w->line_key, answer);
-    }
+    if (w->have_innermost)
+        *answer = running ? sampler_stays_native(s, tstate, tid, w)
+                          : (w->innermost.in_call ? 1 : -1);
     return 0;
 }
 
@@ -198,7 +337,7 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && !s->record_stacks) {
         if (t->last_wait == SONDE_WAIT_THREAD) return;
         if (t->last_wait == SONDE_WAIT_SYSTEM) {
-            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, blocked_ns);
+            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, false, blocked_ns);
             return;
         }
     }
@@ -206,28 +345,33 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
     sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
-    double native_share = 0;
-    static sonde_aframe_t frames[SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
-    sonde_walk_t walk = {.frames = s->record_stacks ? frames : NULL};
-    int rc = sampler_locate(s, pt->tstate, t->key.tid, wait == SONDE_WAIT_RUNNING, &native_share,
-                            &walk);
+    int answer = 0;
+    static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
+    sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
+                         .spare = s->record_stacks ? frames[1] : NULL};
+    int rc = sampler_locate(s, t, pt->tstate, wait == SONDE_WAIT_RUNNING, &answer, &walk);
     uint64_t key = rc < 0 ? 0 : walk.line_key;
+    bool in_call = walk.have_innermost && walk.innermost.in_call;
+    bool had_previous = t->last_valid && !is_new;
+    struct sonde_sampler_thread previous = *t;
     t->last_wait = wait;
     t->last_key = key;
+    t->last_answer = answer;
+    t->last_in_call = in_call;
+    t->last_valid = rc == 0;
     if (rc < 0) return; /* counted in failed_reads; nothing charged */
 
     /* Wall-clock mode charges the time the thread was ready to run but
      * preempted like the time it ran: both are the line's wall time. */
     sonde_ns_t run_ns = cpu_delta + (s->virtual_time ? 0 : runq_delta);
-    sonde_ns_t native_ns = (sonde_ns_t)((double)run_ns * native_share + 0.5);
-    if (native_ns > run_ns) native_ns = run_ns;
-    sonde_ns_t python_ns = run_ns - native_ns;
     sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
-    if (python_ns + native_ns + system_ns == 0) return;
-    sampler_charge(s, key, python_ns, native_ns, system_ns);
+    if (run_ns + system_ns == 0) return;
+    sonde_ns_t prev_ns = had_previous ? sampler_late_share(s, wall_ns, run_ns) : 0;
+    if (prev_ns) sampler_charge_previous(s, &previous, prev_ns);
+    sampler_charge(s, key, run_ns - prev_ns, answer, in_call, system_ns);
     if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
         sonde_accum_add_stack(&s->acc, sonde_accum_slot(&s->acc, t->key.tid), walk.frames,
-                              walk.depth, 1, python_ns + native_ns + system_ns);
+                              walk.depth, 1, run_ns + system_ns);
 }
 
 static void sampler_tick(sonde_sampler_t *s)
@@ -269,6 +413,7 @@ static void *sampler_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     sonde_prim_set_timer_slack(1000);
+    if (sampler_test_cpu >= 0) sonde_prim_pin_self_to_cpu(sampler_test_cpu); /* tests only */
     atomic_store(&s->thread_tid, sonde_prim_gettid());
 
     if (s->first_tick) {
@@ -322,12 +467,18 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
         rc = s->wake_fd;
         goto error;
     }
+    /* Test-only: the accuracy tests run the sampler on a CPU of their
+     * choice (tests/e2e/test_cpu_accuracy.py); not a user setting. */
+    const char *test_cpu = getenv("SONDE_TEST_SAMPLER_CPU");
+    sampler_test_cpu = test_cpu && *test_cpu ? atoi(test_cpu) : -1;
+    sampler_gc_watch_gil();
     s->start_ns = sonde_prim_monotonic_ns();
     rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc < 0) goto error;
     s->thread_started = true;
     return 0;
 error:
+    sampler_gc_unwatch_gil();
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);
@@ -352,6 +503,7 @@ void sonde_sampler_stop(sonde_sampler_t *s)
     PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
     pthread_join(s->thread, NULL);
     if (have_gil) PyEval_RestoreThread(save);
+    if (have_gil) sampler_gc_unwatch_gil();
     s->thread_started = false;
     if (!s->stop_ns) s->stop_ns = sonde_prim_monotonic_ns();
 }

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,15 @@ void sonde_prim_sleep_ns(sonde_ns_t ns)
 {
     struct timespec ts = {(time_t)(ns / SONDE_NS_PER_SEC), (long)(ns % SONDE_NS_PER_SEC)};
     nanosleep(&ts, NULL);
+}
+
+int sonde_prim_pin_self_to_cpu(int cpu)
+{
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return -EINVAL;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -errno;
 }
 
 void sonde_prim_set_timer_slack(sonde_ns_t ns)

@@ -30,6 +30,9 @@ void sonde_prim_set_timer_slack(sonde_ns_t ns);
  * so that a restarted thread does not wake at once. tid <= 0: not known,
  * no wait. */
 void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd);
+/* Restricts the calling thread to CPU `cpu` (tests only: the sampler's
+ * SONDE_TEST_SAMPLER_CPU). Returns 0 or -errno. */
+int sonde_prim_pin_self_to_cpu(int cpu);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 

@@ -29,6 +29,14 @@
 
 #define FRAME_NULL_OBJECT_MAX 4096 /* an f_executable below this is no object */
 
+/* FRAME_OWNED_BY_GENERATOR: the same value in every version with an owner
+ * field (3.11+). */
+#define FRAME_OWNER_GENERATOR 1
+/* <= 3.10: PyFrameObject's f_gen (the generator owning the frame, or NULL)
+ * is the pointer just before f_lasti (3.8, 3.9, 3.10; the in-process
+ * sampler checks it against the headers it is built with). */
+#define FRAME_GEN_BEFORE_LASTI 8
+
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -89,7 +97,11 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
 {
     sonde_pyproc_t *proc = it->proc;
     const sonde_pyoffsets_t *off = proc->off;
-    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner};
+    bool lasti = off->instr_kind == SONDE_PYINSTR_LASTI_BYTES ||
+                 off->instr_kind == SONDE_PYINSTR_LASTI_UNITS;
+    int32_t gen_at = lasti ? off->frame_instr - FRAME_GEN_BEFORE_LASTI : -1;
+    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner,
+                        gen_at};
     int32_t lo = INT32_MAX, hi = 0;
     uint8_t span[SONDE_PYREAD_FRAME_SPAN_MAX];
     sonde_pycode_hit_t hit;
@@ -107,6 +119,13 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
     if (off->frame_owner >= 0 && off->frame_owner_cstack >= 0 &&
         (int8_t)span[off->frame_owner - lo] >= off->frame_owner_cstack)
         return 0;
+    /* A generator's frame links to its caller only while it runs: one read
+     * with no caller was suspended by the time the walk reached it. */
+    if (it->next_frame == 0 && off->frame_owner >= 0 &&
+        (int8_t)span[off->frame_owner - lo] == FRAME_OWNER_GENERATOR)
+        it->detached = true;
+    if (it->next_frame == 0 && gen_at >= 0 && frames_rd64(span, gen_at - lo) != 0)
+        it->detached = true;
     /* 3.14+: a _PyStackRef; its tag bits cleared as PyStackRef_AsPyObjectBorrow does */
     uint64_t code_addr = frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;
     /* 3.14+: a frame being popped has f_executable cleared to the NULL
@@ -114,13 +133,16 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
      * it: a sampler racing the return sees it; its caller is the sample */
     if (code_addr < FRAME_NULL_OBJECT_MAX && off->frame_model == SONDE_PYFRAMES_DIRECT) return 0;
     rc = sonde_pycode_get(proc, code_addr, &hit);
-    if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT)
+    if (rc == -EINVAL && off->frame_model == SONDE_PYFRAMES_DIRECT) {
+        it->doubtful++;
         return 0; /* 3.13+: f_executable is not a code object */
+    }
     if (rc != 0) return rc;
     int64_t offset = frames_offset(off, span, lo, code_addr);
     frame->code_id = hit.code_id;
     frame->lineno = sonde_pycode_line(&hit, offset);
     frame->in_call = sonde_pycode_in_call(&hit, offset);
+    frame->instr_offset = offset < 0 ? -1 : offset > INT32_MAX ? INT32_MAX : (int32_t)offset;
     return 1;
 }
 
@@ -149,7 +171,10 @@ int sonde_pyframe_iter_next(sonde_pyframe_iter_t *it, sonde_pyframe_t *frame)
             it->truncated = true;
             frames_finish(it);
         }
-        if (rc == 1) return 1;
+        if (rc == 1) {
+            it->frame_addr = addr;
+            return 1;
+        }
     }
     return 0;
 }

@@ -100,6 +100,9 @@ typedef struct sonde_pyframe {
                          opcode (CALL, CALL_FUNCTION, specialised forms...):
                          if this is the innermost Python frame, the thread
                          is executing native code called from it */
+    int32_t instr_offset; /* byte offset of the current instruction in the
+                             bytecode, negative before the first one: with
+                             the frame's address, where the thread stands */
 } sonde_pyframe_t;
 
 /* One thread state. */
@@ -185,6 +188,13 @@ typedef struct sonde_pyframe_iter {
                             cycle in the frame chain */
     uint64_t cycle_mark; /* cycle check: the frame read at the last
                             power-of-two depth */
+    uint64_t frame_addr; /* address of the frame last returned */
+    uint32_t doubtful;   /* frames skipped because what they execute is not
+                            a code object (3.13: a frame being set up or torn
+                            down while it was read can look like that) */
+    bool detached;       /* the walk ended at a generator's frame with no
+                            caller: it yielded while the walk read the
+                            frames below, so the stack is cut there */
 } sonde_pyframe_iter_t;
 
 int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate, sonde_pyframe_iter_t *it);

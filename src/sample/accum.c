@@ -80,6 +80,20 @@ sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
     return line;
 }
 
+void sonde_line_split(const sonde_line_acc_t *line, sonde_ns_t *python_ns, sonde_ns_t *native_ns)
+{
+    uint64_t answers = (uint64_t)line->native_answers + line->python_answers;
+    sonde_ns_t unwatched = line->unwatched_call_ns + line->unwatched_ns;
+    sonde_ns_t native = 0;
+    if (answers)
+        native = (sonde_ns_t)((double)unwatched * line->native_answers / (double)answers + 0.5);
+    else
+        native = line->unwatched_call_ns;
+    if (native > unwatched) native = unwatched;
+    *python_ns = line->python_ns + unwatched - native;
+    *native_ns = line->native_ns + native;
+}
+
 /* ---- thread slots -------------------------------------------------------------- */
 
 uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid)

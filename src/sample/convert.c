@@ -71,9 +71,10 @@ static int convert_lines(const sonde_accum_t *acc, struct convert_paths *paths,
         if (!code || !code->filename) continue;
         const char *file = convert_path(paths, code_id, code);
         if (!file) return -ENOMEM;
-        int rc = sonde_profile_add(prof, file, code->name, code->firstlineno, lineno,
-                                   line->python_ns, line->native_ns, line->system_ns,
-                                   line->samples);
+        sonde_ns_t python_ns = 0, native_ns = 0;
+        sonde_line_split(line, &python_ns, &native_ns);
+        int rc = sonde_profile_add(prof, file, code->name, code->firstlineno, lineno, python_ns,
+                                   native_ns, line->system_ns, line->samples);
         if (rc == 0 && line->gpu_samples) {
             sonde_line_gpu_t gpu = {line->gpu_util_sum, line->gpu_samples, line->gpu_mem_sum_mb,
                                     line->gpu_peak_mb, line->gpu_sec};

@@ -190,6 +190,13 @@ typedef struct sonde_walk {
     bool have_innermost;        /* the thread had a Python frame */
     sonde_pyframe_t innermost;  /* what its innermost frame executes */
     uint64_t innermost_addr;    /* the innermost frame's address */
+    uint64_t innermost_back;    /* its caller's frame address (0: none) */
+    sonde_aframe_t *spare;      /* borrowed; NULL, or a second buffer like
+                                   frames for sonde_walk_thread_checked */
+    uint32_t frames_read;       /* frames the walk read (skipped ones too) */
+    bool doubtful;              /* a frame was skipped as not executing code,
+                                   or the walk ended at a suspended generator's
+                                   frame: the thread moved during the walk */
 } sonde_walk_t;
 
 /* Walks tstate's stack, innermost first: finds the nearest line of a
@@ -200,6 +207,31 @@ typedef struct sonde_walk {
 int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
                       sonde_codecache_t *codes, const sonde_codefilter_t *filter);
 
+/* The same walk of a thread that runs while it is read (the in-process
+ * sampler): a walk is kept when its innermost frame (address, code,
+ * caller) is still on the thread's stack afterwards, found among its
+ * SONDE_WALK_RECHECK_FRAMES innermost frames, so every frame read was live,
+ * and it did not end at a suspended generator's frame (one read just as it
+ * yielded has lost its caller link; the innermost frame can be live again
+ * by the check);
+ * otherwise (a read failed, a frame was skipped as not executing code, the
+ * innermost frame was left or torn down) the walk is done again, at most
+ * SONDE_WALK_TRIES times in all, or SONDE_WALK_TRIES_MAX while every walk
+ * failed or was doubtful. When no walk could be checked (a thread
+ * whose innermost frames change faster than a walk: deep recursion, a
+ * generator pipeline), the deepest one that read to its end is kept: a
+ * walk cut short reads a generator frame just as it yields (its caller
+ * link is cleared then). With w->frames, the kept walk's stack is in
+ * w->frames only when w->spare is given (the buffers are swapped), else
+ * an older walk keeps its line only (depth 0). *retries counts the walks
+ * done again. Returns 0, or -errno when every walk failed. */
+#define SONDE_WALK_TRIES 4
+#define SONDE_WALK_TRIES_MAX 12
+#define SONDE_WALK_RECHECK_FRAMES 32
+int sonde_walk_thread_checked(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
+                              sonde_codecache_t *codes, const sonde_codefilter_t *filter,
+                              uint32_t *retries);
+
 /* ---- accumulators (accum.c) -------------------------------------------------------- */
 
 /* Time of one (code, line). */
@@ -207,7 +239,11 @@ typedef struct sonde_line_acc {
     uint64_t key; /* sonde_aframe_t; 0 = empty slot (a keytab entry) */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
-    uint32_t calls_native, calls_python; /* in-process: checked call instructions */
+    uint32_t native_answers, python_answers; /* in-process: native or Python, as watched */
+    /* In-process: running time of samples that got no answer (the thread
+     * did not run while it was watched), on a call instruction or not;
+     * sonde_line_split shares it out by the line's answers. */
+    sonde_ns_t unwatched_call_ns, unwatched_ns;
     /* GPU readings attached to the line's samples, weighted by the time
      * each charged (src/ext/gpu.c; sonde_line_gpu_t); 0 without. */
     uint64_t gpu_samples;
@@ -249,6 +285,10 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
 sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
                                      sonde_ns_t python_ns, sonde_ns_t native_ns,
                                      sonde_ns_t system_ns);
+/* The line's Python and native time, with its unwatched time shared out
+ * by its answers (before any: native on a call instruction, else Python).
+ * Pure. */
+void sonde_line_split(const sonde_line_acc_t *line, sonde_ns_t *python_ns, sonde_ns_t *native_ns);
 /* The thread slot of a kernel tid (created on first use). Out of memory:
  * slot 0's. */
 uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid);

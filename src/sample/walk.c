@@ -47,12 +47,17 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
     w->line_key = 0;
     w->have_innermost = false;
     w->innermost_addr = 0;
+    w->innermost_back = 0;
+    w->doubtful = false;
+    w->frames_read = 0;
     int rc = sonde_pyframe_iter_begin(proc, tstate, &it);
     if (rc < 0) return rc;
     w->innermost_addr = it.next_frame;
     while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
         if (!w->have_innermost) {
             w->innermost = frame;
+            w->innermost_addr = it.frame_addr;
+            w->innermost_back = it.next_frame;
             w->have_innermost = true;
         }
         if (w->frames && read < SONDE_PY_MAX_DEPTH)
@@ -63,10 +68,66 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
             if (!w->frames) break; /* the line is all that was asked */
         }
     }
+    w->doubtful = it.doubtful > 0 || it.detached;
+    w->frames_read = (uint32_t)it.depth;
     if (rc < 0) return rc;
     if (w->frames) {
         w->depth = read;
         w->left_out = sonde_stack_limit(w->frames, &w->depth, it.truncated);
     }
+    return 0;
+}
+
+/* Whether the innermost frame of walk w is still on the thread's stack:
+ * the same frame (address, code, caller) among the innermost
+ * SONDE_WALK_RECHECK_FRAMES frames read now. A thread without frames
+ * checks when it still has none. */
+static bool walk_still_live(const sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate)
+{
+    sonde_pyframe_iter_t it;
+    sonde_pyframe_t frame;
+    int rc;
+
+    if (sonde_pyframe_iter_begin(proc, tstate, &it) < 0) return false;
+    if (!w->have_innermost) return it.next_frame == 0;
+    for (int n = 0; n < SONDE_WALK_RECHECK_FRAMES; n++) {
+        if ((rc = sonde_pyframe_iter_next(&it, &frame)) != 1) return false;
+        if (it.frame_addr == w->innermost_addr)
+            return frame.code_id == w->innermost.code_id && it.next_frame == w->innermost_back;
+    }
+    return false;
+}
+
+int sonde_walk_thread_checked(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
+                              sonde_codecache_t *codes, const sonde_codefilter_t *filter,
+                              uint32_t *retries)
+{
+    sonde_walk_t best = {.frames = NULL};
+    int best_rank = 0; /* 2: read to its end, 1: the same with a doubtful frame */
+    bool best_is_last = false;
+    int rc = 0;
+
+    for (int attempt = 0; attempt < SONDE_WALK_TRIES_MAX; attempt++) {
+        if (attempt >= SONDE_WALK_TRIES && best_rank == 2) break;
+        if (attempt > 0) (*retries)++;
+        best_is_last = false;
+        rc = sonde_walk_thread(w, proc, tstate, codes, filter);
+        if (rc < 0) continue;
+        if (!w->doubtful && walk_still_live(w, proc, tstate)) return 0;
+        int rank = w->doubtful ? 1 : 2;
+        if (rank > best_rank || (rank == best_rank && w->frames_read > best.frames_read)) {
+            best = *w;
+            best_rank = rank;
+            best_is_last = true;
+            if (w->frames && w->spare) { /* the next walk writes into the other buffer */
+                w->frames = best.spare;
+                w->spare = best.frames;
+            }
+        }
+    }
+    if (best_rank == 0) return rc < 0 ? rc : -EAGAIN;
+    bool own_frames = best_is_last || best.spare;
+    *w = best;
+    if (!own_frames) w->depth = 0; /* a later walk overwrote its frames */
     return 0;
 }
