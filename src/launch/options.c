@@ -311,8 +311,8 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
             return opts_error(err, err_len,
-                              "--memory-sample needs a byte count between 64K and 1G, got '%s'",
-                              value ? value : "");
+                              "%.*s needs a byte count between 64K and 1G, got '%s'",
+                              (int)strcspn(arg, "="), arg, value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_interval(opts, value) < 0)
             return opts_error(
