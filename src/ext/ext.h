@@ -141,23 +141,29 @@ extern char sonde_ext_pkg_dir[4096];
     (((line_key) & ~(uint64_t)0xffffffffu) | SONDE_MEMORY_FUNC_LINE)
 
 /* What the memory profiler gathered about one (code, line), or one code
- * object's function. */
+ * object's function. Allocation samples carry their expected weight
+ * (bytes they stand for); "live" figures go up with a remembered sample
+ * and down when it is freed, wherever the free happens. */
 typedef struct sonde_memory_line {
     uint64_t key;               /* code_id << 32 | lineno (SONDE_MEMORY_FUNC_LINE
                                    for the code's function); 0 = empty slot */
-    uint64_t alloc_samples;     /* memory samples that grew the footprint */
-    double alloc_bytes;         /* their bytes */
-    double python_bytes;        /* the Python share of them */
-    int64_t net_bytes;          /* the line's own footprint: growth - shrinkage */
-    int64_t peak_bytes;         /* its highest value */
-    double net_sum_bytes;       /* sum of net_bytes (>= 0) after each sample */
-    uint64_t net_samples;
+    uint64_t alloc_samples;     /* allocation samples taken here */
+    double alloc_bytes;         /* bytes they stand for (alloc_space) */
+    double alloc_objects;       /* allocations they stand for (alloc_objects) */
+    double python_bytes;        /* the Python share of alloc_bytes */
+    double live_bytes;          /* remembered samples not freed yet (inuse_space) */
+    double live_objects;        /* their count, weighted (inuse_objects) */
+    double peak_live_bytes;     /* highest live_bytes */
+    double live_sum_bytes;      /* sum of live_bytes after each change */
+    uint64_t live_changes;
+    double live_at_peak_bytes;  /* live_bytes when the program's sampled live
+                                   heap last peaked (valid when peak_epoch
+                                   differs from sonde_memory_t's) */
+    uint64_t peak_epoch;        /* the program's peak_epoch at the last change */
     uint64_t copy_bytes;        /* bytes copied (memcpy/memmove) */
-    uint64_t leak_tracked;      /* sampled blocks watched for a free */
-    uint64_t leak_freed;        /* of those, freed */
-    double leak_tracked_bytes;  /* bytes the watched blocks stand for */
-    double leak_freed_bytes;    /* of those, freed */
-    sonde_timeline_t timeline;  /* owned; program footprint at its samples */
+    uint64_t tracked;           /* remembered samples (leak test: n) */
+    uint64_t freed;             /* of those, freed (leak test: f) */
+    sonde_timeline_t timeline;  /* owned; live_bytes (MB) over time */
 } sonde_memory_line_t;
 
 typedef struct sonde_memory {
@@ -165,8 +171,7 @@ typedef struct sonde_memory {
     bool started;                     /* between start and free */
     bool running;                     /* the shim is counting */
     const sonde_filter_t *filter;     /* borrowed */
-    uint64_t threshold;               /* bytes per memory sample */
-    uint64_t leak_sample_bytes;       /* mean bytes between leak samples */
+    uint64_t sample_bytes;            /* mean bytes between allocation samples */
     uint64_t copy_sample_bytes;       /* mean bytes between copy samples */
     sonde_ns_t start_ns, stop_ns;
     int64_t baseline_bytes;           /* footprint when profiling started */
@@ -184,9 +189,15 @@ typedef struct sonde_memory {
     sonde_memory_line_t *lines;       /* owned; open addressing */
     size_t lines_cap, lines_used;
     sonde_timeline_t footprint;       /* owned; program footprint over time */
+    double last_footprint_t;          /* time of its last point */
     double max_footprint_mb;
     uint64_t max_footprint_key;       /* line of the sample at the peak */
+    double heap_live_bytes;           /* every remembered sample not freed */
+    double heap_peak_bytes;           /* its highest value */
+    uint64_t peak_epoch;              /* bumped at each new heap_peak_bytes */
     uint64_t samples, unattributed_samples, copy_samples;
+    uint64_t untracked;               /* samples the shim could not remember
+                                         (its table was full) */
     uint64_t dropped;                 /* samples (or timeline points) lost to
                                          out of memory: partial.dropped_samples */
     uint64_t failed_reads;            /* stacks that could not be read */

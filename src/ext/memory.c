@@ -10,21 +10,24 @@
  * callback (memory_hook.c) and starts the shim. Nothing here runs inside
  * an allocator hook.
  *
- * At the report: per line, the MB its samples allocated and their Python
- * share, its own footprint (samples that grew it add, samples that shrank
- * it subtract) averaged over its samples and at its peak, the program's
- * footprint at each of its samples (its timeline), the MB it copied; for
- * the program, its footprint over time and its peak with the line there.
- * Every timeline is reduced to SONDE_MEMORY_TIMELINE_POINTS points.
+ * At the report, per line and per function: the bytes and allocations its
+ * samples stand for (alloc_space, alloc_objects), their Python share, its
+ * live bytes and allocations at the end (inuse_space, inuse_objects), at
+ * the program's peak of sampled live heap, averaged over its changes and
+ * at its own peak, the timeline of its live bytes, the MB it copied; for
+ * the program, its footprint over time and its peak with the line there,
+ * and the peak of the sampled live heap. Every timeline is reduced to
+ * SONDE_MEMORY_TIMELINE_POINTS points.
  *
- * Leaks: a line is a likely leak when the blocks sampled there are rarely
- * freed. With n blocks watched and f of them freed, Laplace's rule of
+ * Leaks: a line is a likely leak when the allocations sampled there are
+ * rarely freed. With n remembered and f of them freed, Laplace's rule of
  * succession puts the chance that the next one is freed at (f+1)/(n+2);
  * its complement is the line's leak likelihood. Lines above
- * SONDE_MEMORY_LEAK_LIKELIHOOD are reported, only when the footprint grew
- * by SONDE_MEMORY_LEAK_GROWTH or more over the run, with an estimated rate:
- * the bytes the unfreed samples stand for (each mark of the rate-based
- * sampler, leak_sample_bytes on average), over the run's time.
+ * SONDE_MEMORY_LEAK_LIKELIHOOD are reported when their live bytes grew
+ * over the run (they hold, at the end, at least SONDE_MEMORY_LEAK_KEPT of
+ * their own peak) and the program's footprint grew by
+ * SONDE_MEMORY_LEAK_GROWTH or more, with a rate: their live bytes at the
+ * end over the run's time.
  */
 #include "ext.h"
 
@@ -40,11 +43,10 @@
 #define SONDE_MEMORY_TIMELINE_POINTS 100
 #define SONDE_MEMORY_LEAK_LIKELIHOOD 0.95
 #define SONDE_MEMORY_LEAK_GROWTH 0.01
-/* Leak and copy sampling, relative to the memory threshold: a leak sample
- * every threshold/5 allocated (~2 MB by default), a copy sample every
- * 2 x threshold copied (~20 MB), as Scalene's rates relate. */
-#define MEMORY_LEAK_DIVISOR 5
-#define MEMORY_COPY_FACTOR 2
+#define SONDE_MEMORY_LEAK_KEPT 0.5
+/* Copy sampling, relative to the allocation sample mean: a copy sample
+ * every 40 x the mean copied (~20 MB by default). */
+#define MEMORY_COPY_FACTOR 40
 
 /* ---- start -------------------------------------------------------------------------- */
 
@@ -118,9 +120,9 @@ int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
     }
 
     m->filter = filter;
-    m->threshold = opts->malloc_threshold ? opts->malloc_threshold : SONDE_DEFAULT_MALLOC_THRESHOLD;
-    m->leak_sample_bytes = m->threshold / MEMORY_LEAK_DIVISOR;
-    m->copy_sample_bytes = m->threshold * MEMORY_COPY_FACTOR;
+    m->sample_bytes =
+        opts->malloc_threshold ? opts->malloc_threshold : SONDE_DEFAULT_MALLOC_THRESHOLD;
+    m->copy_sample_bytes = m->sample_bytes * MEMORY_COPY_FACTOR;
     pthread_mutex_init(&m->lock, NULL);
     m->started = true;
 
@@ -156,8 +158,7 @@ int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
     m->max_footprint_mb = (double)m->baseline_bytes / MEMORY_MB;
     sonde_shim_config_t config = {
         .abi = SONDE_SHIM_ABI,
-        .malloc_threshold = m->threshold,
-        .leak_sample_bytes = m->leak_sample_bytes,
+        .sample_bytes = m->sample_bytes,
         .copy_sample_bytes = m->copy_sample_bytes,
         .footprint_baseline = m->baseline_bytes,
         .on_event = sonde_memory_on_event,
@@ -227,32 +228,38 @@ static bool memory_where(sonde_memory_t *m, uint64_t key, const char *cwd, char 
 }
 
 /* Adds an accumulator's figures to a line of the model. A line may get
- * several (its code was compiled twice: a module run again, exec): counts
- * and volumes add up, the Python share is weighted by volume, footprints
- * and leak figures keep the larger. grew: the footprint grew enough for
- * leaks to be reported. */
-static void memory_fill_line(const sonde_memory_line_t *acc, sonde_line_memory_t *mem,
-                             double elapsed, bool grew)
+ * several (its code was compiled twice: a module run again, exec): counts,
+ * volumes and live figures add up, the Python share is weighted by volume,
+ * peaks and leak figures keep the larger. leaks: the footprint grew enough
+ * for leaks to be reported (false for functions). */
+static void memory_fill_line(const sonde_memory_t *m, const sonde_memory_line_t *acc,
+                             sonde_line_memory_t *mem, double elapsed, bool leaks)
 {
     double malloc_mb = acc->alloc_bytes / MEMORY_MB;
     double python_mb = mem->python_fraction * mem->malloc_mb + acc->python_bytes / MEMORY_MB;
+    double live_at_peak =
+        acc->peak_epoch != m->peak_epoch ? acc->live_bytes : acc->live_at_peak_bytes;
+    double live = acc->live_bytes > 0 ? acc->live_bytes : 0;
     mem->malloc_mb += malloc_mb;
     mem->mallocs += acc->alloc_samples;
+    mem->alloc_objects += acc->alloc_objects;
     mem->python_fraction = mem->malloc_mb > 0 ? python_mb / mem->malloc_mb : 0;
     if (mem->python_fraction > 1) mem->python_fraction = 1;
-    double avg_mb =
-        acc->net_samples ? acc->net_sum_bytes / (double)acc->net_samples / MEMORY_MB : 0;
+    double avg_mb = acc->live_changes ? acc->live_sum_bytes / (double)acc->live_changes / MEMORY_MB
+                                      : 0;
     if (avg_mb > mem->avg_mb) mem->avg_mb = avg_mb;
-    if ((double)acc->peak_bytes / MEMORY_MB > mem->peak_mb)
-        mem->peak_mb = (double)acc->peak_bytes / MEMORY_MB;
+    if (acc->peak_live_bytes / MEMORY_MB > mem->peak_mb) mem->peak_mb = acc->peak_live_bytes / MEMORY_MB;
+    mem->live_mb += live / MEMORY_MB;
+    mem->live_objects += acc->live_objects > 0 ? acc->live_objects : 0;
+    mem->live_at_peak_mb += live_at_peak > 0 ? live_at_peak / MEMORY_MB : 0;
     mem->copy_mb += (double)acc->copy_bytes / MEMORY_MB;
-    if (acc->leak_tracked > 0 && grew) {
-        uint64_t freed = acc->leak_freed < acc->leak_tracked ? acc->leak_freed : acc->leak_tracked;
-        double likelihood = 1.0 - (double)(freed + 1) / (double)(acc->leak_tracked + 2);
+    bool kept = live > 0 && live >= SONDE_MEMORY_LEAK_KEPT * acc->peak_live_bytes;
+    if (acc->tracked > 0 && leaks && kept) {
+        uint64_t freed = acc->freed < acc->tracked ? acc->freed : acc->tracked;
+        double likelihood = 1.0 - (double)(freed + 1) / (double)(acc->tracked + 2);
         if (likelihood > SONDE_MEMORY_LEAK_LIKELIHOOD && likelihood > mem->leak_likelihood) {
-            double kept = acc->leak_tracked_bytes - acc->leak_freed_bytes;
             mem->leak_likelihood = likelihood;
-            mem->leak_velocity_mb_s = elapsed > 0 && kept > 0 ? kept / MEMORY_MB / elapsed : 0;
+            mem->leak_velocity_mb_s = elapsed > 0 ? live / MEMORY_MB / elapsed : 0;
         }
     }
 }
@@ -302,19 +309,20 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
             if (pass == 1) {
                 sonde_func_stats_t *func =
                     sonde_profile_func(prof, path, code->name, code->firstlineno);
-                if (func) memory_fill_line(acc, &func->mem, elapsed, false);
+                if (func) memory_fill_line(m, acc, &func->mem, elapsed, false);
                 continue;
             }
             sonde_line_stats_t *line =
                 sonde_profile_line(prof, path, code->name, code->firstlineno, (int)lineno);
             if (!line) return -ENOMEM;
-            memory_fill_line(acc, &line->mem, elapsed, grew);
+            memory_fill_line(m, acc, &line->mem, elapsed, grew);
             if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
         }
     }
-    prof->partial.dropped_samples += m->dropped;
+    prof->partial.dropped_samples += m->dropped + m->untracked;
     prof->partial.failed_reads += m->failed_reads;
     prof->max_footprint_mb = m->max_footprint_mb;
+    prof->heap_peak_mb = m->heap_peak_bytes / MEMORY_MB;
     free(prof->max_footprint_file);
     prof->max_footprint_file = NULL;
     prof->max_footprint_lineno = 0;

@@ -10,9 +10,15 @@
  * held outside this file's callback. Whatever it allocates goes straight
  * to the real allocator (the shim's guard is set) and is not counted.
  *
- * Each sample is charged to the line and, under the key of the line's
- * code object with SONDE_MEMORY_FUNC_LINE, to its function (leak tracking and
- * timelines are per line only).
+ * Each allocation sample is charged, with its weight (the bytes it stands
+ * for), to the line and, under the key of the line's code object with
+ * SONDE_MEMORY_FUNC_LINE, to its function (timelines are per line only);
+ * the line's key goes back to the shim as the block's site, so that its
+ * free lowers the live figures of the line that made it. The program's
+ * sampled live heap is the sum of every line's (and of the samples no
+ * profiled line made); each time it reaches a new peak the epoch moves on,
+ * and a line's live bytes at that peak are captured lazily, at its next
+ * change (or at the report), so a peak costs nothing per line.
  *
  * The current line is found by reading the calling thread's own frames
  * through src/pyread with plain copies (the thread is inside malloc, so
@@ -68,48 +74,102 @@ static uint64_t memory_locate_unlocked(sonde_memory_t *m)
 
 /* ---- the samples ------------------------------------------------------------------------- */
 
-/* Adds a memory sample to the accumulator of a line or a function. */
-static void memory_charge(sonde_memory_line_t *acc, const sonde_shim_event_t *ev)
+/* Changes an accumulator's live figures by a sample's weight (+ made,
+ * - freed), capturing its value at the program's last peak first. */
+static void memory_live_change(const sonde_memory_t *m, sonde_memory_line_t *acc, double bytes,
+                               double objects)
 {
-    if (ev->bytes > 0) {
-        double allocated = (double)(ev->python_bytes + ev->native_bytes);
-        double python_share = allocated > 0 ? (double)ev->python_bytes / allocated : 0;
-        acc->alloc_samples++;
-        acc->alloc_bytes += (double)ev->bytes;
-        acc->python_bytes += (double)ev->bytes * python_share;
+    if (acc->peak_epoch != m->peak_epoch) {
+        acc->live_at_peak_bytes = acc->live_bytes;
+        acc->peak_epoch = m->peak_epoch;
     }
-    acc->net_bytes += ev->bytes;
-    if (acc->net_bytes > acc->peak_bytes) acc->peak_bytes = acc->net_bytes;
-    acc->net_sum_bytes += acc->net_bytes > 0 ? (double)acc->net_bytes : 0;
-    acc->net_samples++;
+    acc->live_bytes += bytes;
+    acc->live_objects += objects;
+    if (acc->live_bytes > acc->peak_live_bytes) acc->peak_live_bytes = acc->live_bytes;
+    acc->live_sum_bytes += acc->live_bytes > 0 ? acc->live_bytes : 0;
+    acc->live_changes++;
 }
 
-static void memory_sample_unlocked(sonde_memory_t *m, uint64_t key, const sonde_shim_event_t *ev,
-                                   double t)
+/* Adds an allocation sample to the accumulator of a line or a function. */
+static void memory_charge(const sonde_memory_t *m, sonde_memory_line_t *acc,
+                          const sonde_shim_event_t *ev)
+{
+    double objects = ev->size ? ev->weight / (double)ev->size : 0;
+    acc->alloc_samples++;
+    acc->alloc_bytes += ev->weight;
+    acc->alloc_objects += objects;
+    if (ev->python) acc->python_bytes += ev->weight;
+    if (ev->tracked) {
+        acc->tracked++;
+        memory_live_change(m, acc, ev->weight, objects);
+    }
+}
+
+/* Moves the program's sampled live heap by bytes; a new peak moves the
+ * epoch on (after the lines it includes have changed). */
+static void memory_heap_change(sonde_memory_t *m, double bytes)
+{
+    m->heap_live_bytes += bytes;
+    if (m->heap_live_bytes > m->heap_peak_bytes) {
+        m->heap_peak_bytes = m->heap_live_bytes;
+        m->peak_epoch++;
+    }
+}
+
+/* A point of the program's footprint: at most one a millisecond, but
+ * every new peak. */
+static void memory_footprint_point_unlocked(sonde_memory_t *m, uint64_t key,
+                                            const sonde_shim_event_t *ev, double t)
 {
     double footprint_mb = (double)ev->footprint_bytes / MEMORY_MB;
-    m->samples++;
-    memory_timeline_add_unlocked(m, &m->footprint, t, footprint_mb);
-    if (footprint_mb > m->max_footprint_mb) {
+    bool peak = footprint_mb > m->max_footprint_mb;
+    if (peak) {
         m->max_footprint_mb = footprint_mb;
         m->max_footprint_key = key;
     }
-    if (!key) {
-        m->unattributed_samples++;
-        return;
+    if (peak || t - m->last_footprint_t >= 0.001) {
+        memory_timeline_add_unlocked(m, &m->footprint, t, footprint_mb);
+        m->last_footprint_t = t;
     }
-    sonde_memory_line_t *line = memory_line_unlocked(m, key);
-    if (!line) {
-        m->dropped++;
-        return;
+}
+
+static uint64_t memory_alloc_unlocked(sonde_memory_t *m, const sonde_shim_event_t *ev, double t)
+{
+    uint64_t key = memory_locate_unlocked(m);
+    m->samples++;
+    if (!ev->tracked) m->untracked++;
+    memory_footprint_point_unlocked(m, key, ev, t);
+    sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
+    sonde_memory_line_t *func = line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
+    if (!key) m->unattributed_samples++;
+    else if (!line || !func) m->dropped++;
+    if (line) {
+        memory_charge(m, line, ev);
+        if (ev->tracked)
+            memory_timeline_add_unlocked(m, &line->timeline, t, line->live_bytes / MEMORY_MB);
     }
-    memory_charge(line, ev);
-    memory_timeline_add_unlocked(m, &line->timeline, t, footprint_mb);
-    sonde_memory_line_t *func = memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key));
-    if (func)
-        memory_charge(func, ev);
-    else
-        m->dropped++;
+    if (func) memory_charge(m, func, ev);
+    if (ev->tracked) memory_heap_change(m, ev->weight);
+    return line ? key : 0;
+}
+
+static void memory_free_unlocked(sonde_memory_t *m, const sonde_shim_event_t *ev, double t)
+{
+    double objects = ev->size ? ev->weight / (double)ev->size : 0;
+    sonde_memory_line_t *line = ev->site ? memory_line_unlocked(m, ev->site) : NULL;
+    sonde_memory_line_t *func =
+        ev->site ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(ev->site)) : NULL;
+    if (line) {
+        line->freed++;
+        memory_live_change(m, line, -ev->weight, -objects);
+        memory_timeline_add_unlocked(m, &line->timeline, t, line->live_bytes / MEMORY_MB);
+    }
+    if (func) {
+        func->freed++;
+        memory_live_change(m, func, -ev->weight, -objects);
+    }
+    memory_heap_change(m, -ev->weight);
+    memory_footprint_point_unlocked(m, 0, ev, t);
 }
 
 uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
@@ -120,8 +180,11 @@ uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
     double t = now > m->start_ns ? (double)(now - m->start_ns) / 1e9 : 0;
     pthread_mutex_lock(&m->lock);
     switch (ev->kind) {
-    case SONDE_SHIM_EV_MEMORY:
-        memory_sample_unlocked(m, memory_locate_unlocked(m), ev, t);
+    case SONDE_SHIM_EV_ALLOC:
+        result = memory_alloc_unlocked(m, ev, t);
+        break;
+    case SONDE_SHIM_EV_FREE:
+        memory_free_unlocked(m, ev, t);
         break;
     case SONDE_SHIM_EV_COPY: {
         uint64_t key = memory_locate_unlocked(m);
@@ -132,24 +195,6 @@ uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *ev)
         sonde_memory_line_t *func =
             line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
         if (func) func->copy_bytes += bytes;
-        break;
-    }
-    case SONDE_SHIM_EV_LEAK_TRACK: {
-        uint64_t key = memory_locate_unlocked(m);
-        sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
-        if (line) {
-            line->leak_tracked++;
-            line->leak_tracked_bytes += (double)ev->bytes;
-            result = key;
-        }
-        break;
-    }
-    case SONDE_SHIM_EV_LEAK_FREED: {
-        sonde_memory_line_t *line = ev->site ? memory_line_unlocked(m, ev->site) : NULL;
-        if (line) {
-            line->leak_freed++;
-            line->leak_freed_bytes += (double)ev->bytes;
-        }
         break;
     }
     }

@@ -396,7 +396,7 @@ static PyMethodDef module_methods[] = {
      "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
      "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
-     "      memory=False, malloc_threshold=10485767, gpu=None, verbose=False,\n"
+     "      memory=False, malloc_threshold=524288, gpu=None, verbose=False,\n"
      "      format=None)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing.\n"
      "The keywords are `sonde run`'s options, checked by the same code:\n"

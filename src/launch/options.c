@@ -50,12 +50,12 @@ const char sonde_run_usage[] =
     "                             sample (flame graphs in the JSON and HTML\n"
     "                             reports; the svg, folded and speedscope formats)\n"
     "  --memory                   also profile memory: per line, how much it\n"
-    "                             allocated (Python objects vs native), its\n"
-    "                             footprint over time, likely leaks, and how\n"
-    "                             many MB/s it copied (preloads an allocator shim)\n"
-    "  --malloc-threshold BYTES   take a memory sample whenever a thread's\n"
-    "                             allocations move by this much (default\n"
-    "                             10485767; suffixes K, M, G)\n"
+    "                             allocated (Python objects vs native), what it\n"
+    "                             still holds, likely leaks, and how many MB/s\n"
+    "                             it copied (preloads an allocator shim)\n"
+    "  --memory-sample BYTES      sample one allocation per this many bytes\n"
+    "                             allocated, on average (default 512K; suffixes\n"
+    "                             K, M, G; also --malloc-threshold)\n"
     "  --gpu, --no-gpu            GPU utilisation and GPU memory per line, read\n"
     "                             through NVML (default: on when an NVIDIA GPU\n"
     "                             and its driver are present)\n"
@@ -260,7 +260,7 @@ static void opts_settle_format(sonde_run_opts_t *opts)
 
 static const char *const opts_interval[] = {"--interval", NULL};
 static const char *const opts_threshold[] = {"--cpu-percent-threshold", NULL};
-static const char *const opts_malloc[] = {"--malloc-threshold", NULL};
+static const char *const opts_malloc[] = {"--memory-sample", "--malloc-threshold", NULL};
 static const char *const opts_only[] = {"--profile-only", NULL};
 static const char *const opts_exclude[] = {"--profile-exclude", NULL};
 static const char *const opts_format[] = {"--format", NULL};
@@ -311,8 +311,8 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
             return opts_error(err, err_len,
-                              "--malloc-threshold needs a byte count between 64K and 1G, got '%s'",
-                              value ? value : "");
+                              "%.*s needs a byte count between 64K and 1G, got '%s'",
+                              (int)strcspn(arg, "="), arg, value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_interval(opts, value) < 0)
             return opts_error(

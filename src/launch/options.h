@@ -16,9 +16,10 @@
 #include "../core/common.h"
 
 #define SONDE_MAX_PATTERNS 32
-/* Default bytes of net allocation change per memory sample: a prime just
- * above 10 MiB (seed 000 §3.2), so that no allocation stride lines up. */
-#define SONDE_DEFAULT_MALLOC_THRESHOLD 10485767ull
+/* Default mean bytes allocated between allocation samples (--memory-sample,
+ * alias --malloc-threshold): 512 KiB, as tcmalloc's and Go's heap profilers
+ * (the gaps are exponential, so no allocation stride can line up). */
+#define SONDE_DEFAULT_MALLOC_THRESHOLD (512ull << 10)
 #define SONDE_MIN_MALLOC_THRESHOLD (64ull << 10)
 #define SONDE_MAX_MALLOC_THRESHOLD (1ull << 30)
 
@@ -39,8 +40,8 @@ typedef struct sonde_run_opts {
     bool stacks;                  /* --stacks, or a format drawn from stacks:
                                      keep the call stack of each sample */
     bool memory;                  /* --memory: also profile memory (allocator shim) */
-    uint64_t malloc_threshold;    /* --malloc-threshold: bytes of net allocation
-                                     change per memory sample */
+    uint64_t malloc_threshold;    /* --memory-sample (--malloc-threshold): mean
+                                     bytes allocated between memory samples */
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU
                                      figures when a GPU is present */
     bool verbose;                 /* -v/--verbose: diagnostics on stderr at start */

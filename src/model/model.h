@@ -26,14 +26,21 @@ typedef struct sonde_timeline {
 int sonde_timeline_add(sonde_timeline_t *tl, double t_sec, double mb);
 void sonde_timeline_free(sonde_timeline_t *tl);
 
-/* Memory figures of a line (sonde run --memory); all zero without it. */
+/* Memory figures of a line (sonde run --memory); all zero without it.
+ * Allocations are sampled by bytes requested and each sample counts for
+ * the bytes and the allocations it stands for (docs/json-format.md); "live"
+ * means allocated by the line and not freed yet, wherever freed. */
 typedef struct sonde_line_memory {
-    double malloc_mb;           /* MB allocated by the line (sampled) */
+    double malloc_mb;           /* MB allocated by the line (alloc_space) */
     uint64_t mallocs;           /* allocation samples taken at the line */
-    double python_fraction;     /* share of malloc_mb that was Python objects */
-    double avg_mb, peak_mb;     /* the line's footprint: average, peak */
+    double alloc_objects;       /* allocations made (estimated: alloc_objects) */
+    double python_fraction;     /* share of malloc_mb that was Python's allocators */
+    double avg_mb, peak_mb;     /* the line's live MB: average over its changes, peak */
+    double live_mb;             /* live MB at the end (inuse_space) */
+    double live_objects;        /* live allocations at the end (inuse_objects) */
+    double live_at_peak_mb;     /* live MB when the program's live heap peaked */
     double copy_mb;             /* MB copied (memcpy/memmove) by the line */
-    sonde_timeline_t timeline;  /* owned; the line's footprint over time */
+    sonde_timeline_t timeline;  /* owned; the line's live MB over time */
     double leak_likelihood;     /* 0..1; 0 when the line is not a leak suspect */
     double leak_velocity_mb_s;  /* estimated leak rate when a suspect */
 } sonde_line_memory_t;
@@ -124,6 +131,9 @@ typedef struct sonde_profile {
     /* Memory (sonde run --memory). */
     bool has_memory;
     double max_footprint_mb;     /* the program's peak footprint */
+    double heap_peak_mb;         /* the peak of the sampled live heap (the sum
+                                    of the lines' live_at_peak_mb, and of
+                                    what no profiled line allocated) */
     char *max_footprint_file;    /* owned; the line at the peak, or NULL */
     int max_footprint_lineno;
     sonde_timeline_t footprint;  /* owned; the program's footprint over time */

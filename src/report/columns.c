@@ -54,6 +54,37 @@ static double columns_peak_mb(const sonde__row_t *row, const sonde_profile_t *pr
     return row->mem ? row->mem->peak_mb : 0;
 }
 
+static double columns_live_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->live_mb : 0;
+}
+
+static double columns_live_at_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->live_at_peak_mb : 0;
+}
+
+/* pprof's heap sample types: counts and bytes, rounded to whole units. */
+static double columns_alloc_objects(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->alloc_objects + 0.5 : 0;
+}
+
+static double columns_alloc_space(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->malloc_mb * 1048576.0 + 0.5 : 0;
+}
+
+static double columns_inuse_objects(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->live_objects + 0.5 : 0;
+}
+
+static double columns_inuse_space(const sonde__row_t *row, const sonde_profile_t *prof)
+{
+    return row->mem ? row->mem->live_mb * 1048576.0 + 0.5 : 0;
+}
+
 static double columns_python_fraction(const sonde__row_t *row, const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->python_fraction : 0;
@@ -164,6 +195,15 @@ const sonde__column_t sonde__columns[] = {
     {"n_usage_fraction", NULL, NULL, NULL, NULL, SONDE__UNIT_FRACTION, columns_usage_fraction,
      true},
     {"n_copy_mb_s", NULL, "copy MB/s", "35", NULL, SONDE__UNIT_MB_S, columns_copy_mb_s, true},
+    /* Live memory: what the line allocated and has not freed, at the end
+     * and when the program's sampled live heap peaked. */
+    {"n_live_mb", NULL, "live MB", "34", NULL, SONDE__UNIT_MB, columns_live_mb, true},
+    {"n_live_at_peak_mb", NULL, NULL, NULL, NULL, SONDE__UNIT_MB, columns_live_at_peak_mb, true},
+    /* pprof's heap profile sample types (objects: counts; space: bytes). */
+    {"alloc_objects", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_alloc_objects, true},
+    {"alloc_space", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_alloc_space, true},
+    {"inuse_objects", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_inuse_objects, true},
+    {"inuse_space", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_inuse_space, true},
     /* GPU (Scalene's names): mean utilisation and memory while the line
      * ran, and its peak memory; red. */
     {"n_gpu_percent", NULL, "GPU util", "31", NULL, SONDE__UNIT_LEVEL_PERCENT,

@@ -158,6 +158,9 @@ static void json_memory_run(sonde_buf_t *out, const sonde_profile_t *prof)
     sonde_buf_puts(out, ",\n");
     json_key(out, in, "max_footprint_lineno");
     sonde_buf_printf(out, "%d,\n", prof->max_footprint_file ? prof->max_footprint_lineno : 0);
+    json_key(out, in, "heap_peak_mb");
+    sonde_buf_json_number(out, prof->heap_peak_mb, JSON_PERCENT_DIGITS);
+    sonde_buf_puts(out, ",\n");
     json_key(out, in, "growth_rate");
     sonde_buf_json_number(out, sonde__memory_growth_percent(prof), JSON_PERCENT_DIGITS);
     sonde_buf_puts(out, ",\n");

@@ -168,7 +168,8 @@ static void text_bar(text_ctx_t *ctx, const sonde__row_t *row, int bar_w)
     }
 }
 
-/* --memory: the line's footprint timeline as a sparkline cell. */
+/* --memory: the line's live bytes over time as a sparkline cell, on the
+ * scale of the program's peak of live heap. */
 static void text_spark_cell(text_ctx_t *ctx, const sonde__row_t *row)
 {
     sonde__tline_t *tl = &ctx->tl;
@@ -176,8 +177,10 @@ static void text_spark_cell(text_ctx_t *ctx, const sonde__row_t *row)
     sonde__tline_pad_to(tl, tl->col + TEXT_GAP);
     int end = tl->col + TEXT_SPARK_W;
     if (row && row->mem)
-        sonde__sparkline(&row->mem->timeline, ctx->prof->max_footprint_mb, TEXT_SPARK_W, spark,
-                         sizeof spark);
+        sonde__sparkline(&row->mem->timeline,
+                         ctx->prof->heap_peak_mb > 0 ? ctx->prof->heap_peak_mb
+                                                     : ctx->prof->max_footprint_mb,
+                         TEXT_SPARK_W, spark, sizeof spark);
     if (spark[0]) {
         sonde__tline_sgr(tl, "34");
         sonde__tline_text(tl, spark);
@@ -291,7 +294,8 @@ static void text_memory_header(text_ctx_t *ctx)
         sonde__tline_printf(tl, " at %s:%d", base ? base + 1 : prof->max_footprint_file,
                             prof->max_footprint_lineno);
     }
-    sonde__tline_printf(tl, ", grew %+.1f%% over the run", sonde__memory_growth_percent(prof));
+    sonde__tline_printf(tl, ", grew %+.1f%% over the run; live heap peak %.1f MB",
+                        sonde__memory_growth_percent(prof), prof->heap_peak_mb);
     sonde__sparkline(&prof->footprint, prof->max_footprint_mb, TEXT_RUN_SPARK_W, spark,
                      sizeof spark);
     if (spark[0]) {

@@ -3,8 +3,7 @@
  *
  * Owns: the session generation (0 = inert), the user's configuration, the
  * global footprint, the count of events in flight, and the per-thread slow
- * paths (counter reset, footprint flush, threshold samples, event
- * dispatch). sonde_shim_start/stop are called by the extension with the
+ * paths (counter reset, footprint flush, event dispatch). sonde_shim_start/stop are called by the extension with the
  * GIL (never from a hook); everything else RUNS INSIDE ALLOCATOR HOOKS, on
  * the thread that allocated: no allocation of its own, no locks, errno
  * kept. A forked child is made inert at once (pthread_atfork): the session
@@ -18,7 +17,7 @@
 #include <time.h>
 
 _Atomic uint32_t sonde__shim_gen;
-sonde_shim_config_t sonde__shim_config = {.malloc_threshold = INT64_MAX};
+sonde_shim_config_t sonde__shim_config = {.sample_bytes = INT64_MAX};
 _Atomic int64_t sonde__shim_footprint;
 __thread sonde__shim_thread_t sonde__shim_thread SHIM_TLS;
 
@@ -53,21 +52,12 @@ int64_t sonde__shim_exp_draw(sonde__shim_thread_t *t, uint64_t mean)
     return (int64_t)draw;
 }
 
-int64_t sonde__shim_uniform_draw(sonde__shim_thread_t *t, uint64_t mean)
-{
-    uint64_t span = mean ? mean : 1;
-    return (int64_t)(mean / 2 + shim_rng_next(t) % span) + 1;
-}
-
 void sonde__shim_thread_reset(sonde__shim_thread_t *t, uint32_t gen)
 {
     int saved = errno;
     t->gen = gen;
-    t->net = 0;
-    t->net_threshold = sonde__shim_uniform_draw(t, sonde__shim_config.malloc_threshold);
-    t->python_alloc = t->native_alloc = 0;
     t->footprint_pending = 0;
-    t->leak_countdown = sonde__shim_exp_draw(t, sonde__shim_config.leak_sample_bytes);
+    t->sample_countdown = sonde__shim_exp_draw(t, sonde__shim_config.sample_bytes);
     t->copy_armed = t->copy_countdown =
         sonde__shim_exp_draw(t, sonde__shim_config.copy_sample_bytes);
     errno = saved;
@@ -95,46 +85,6 @@ uint64_t sonde__shim_emit(sonde__shim_thread_t *t, const sonde_shim_event_t *eve
     return result;
 }
 
-void sonde__shim_sample(sonde__shim_thread_t *t)
-{
-    sonde__shim_flush_footprint(t);
-    /* A sample stands for the threshold's worth of bytes; what the thread
-     * allocated beyond it carries over to the next sample. Charging the
-     * whole overshoot to the line that crossed would favour lines that
-     * allocate large blocks (they overshoot more, and more often); marks
-     * spaced by random thresholds fall on each block in proportion to its
-     * size, so the expected charge of every line is its true share. */
-    int64_t bytes = t->net >= t->net_threshold ? t->net_threshold : -t->net_threshold;
-    sonde_shim_event_t event = {
-        .kind = SONDE_SHIM_EV_MEMORY,
-        .bytes = bytes,
-        .python_bytes = t->python_alloc,
-        .native_bytes = t->native_alloc,
-        .footprint_bytes = sonde_atomic_load_relaxed(&sonde__shim_footprint),
-    };
-    t->net -= bytes;
-    t->net_threshold = sonde__shim_uniform_draw(t, sonde__shim_config.malloc_threshold);
-    t->python_alloc = t->native_alloc = 0;
-    sonde__shim_emit(t, &event);
-}
-
-/* A single allocation or free at least as large as the threshold is a
- * sample of its own, so that its size is reported exactly; the thread's
- * running count is left as it was. */
-void sonde__shim_sample_big(sonde__shim_thread_t *t, int64_t delta, bool python)
-{
-    sonde__shim_flush_footprint(t);
-    int64_t footprint = sonde_atomic_add_relaxed(&sonde__shim_footprint, delta) + delta;
-    sonde_shim_event_t event = {
-        .kind = SONDE_SHIM_EV_MEMORY,
-        .bytes = delta,
-        .python_bytes = delta > 0 && python ? (uint64_t)delta : 0,
-        .native_bytes = delta > 0 && !python ? (uint64_t)delta : 0,
-        .footprint_bytes = footprint,
-    };
-    sonde__shim_emit(t, &event);
-}
-
 /* ---- fork ------------------------------------------------------------------------ */
 
 /* In a forked child: inert. (The child's copy of the user's state is
@@ -143,7 +93,7 @@ static void shim_atfork_child(void)
 {
     sonde_atomic_store_relaxed(&sonde__shim_gen, 0);
     sonde_atomic_store_relaxed(&shim_in_flight, 0);
-    sonde__shim_leak_reset();
+    sonde__shim_heap_reset();
     sonde__shim_thread.guard = 0;
 }
 
@@ -160,15 +110,14 @@ SONDE_EXPORT int64_t sonde_shim_footprint(void);
 
 int sonde_shim_start(const sonde_shim_config_t *config)
 {
-    if (!config || config->abi != SONDE_SHIM_ABI || config->malloc_threshold < 4096 ||
-        config->malloc_threshold > (1ull << 40) || config->leak_sample_bytes == 0 ||
-        config->copy_sample_bytes == 0 || !config->on_event)
+    if (!config || config->abi != SONDE_SHIM_ABI || config->sample_bytes < 64 ||
+        config->sample_bytes > (1ull << 40) || config->copy_sample_bytes == 0 || !config->on_event)
         return -EINVAL;
     if (sonde_atomic_load_relaxed(&sonde__shim_gen) != 0) return -EBUSY;
     sonde__shim_init_real();
     pthread_once(&shim_atfork_once, shim_register_atfork);
     sonde__shim_config = *config;
-    sonde__shim_leak_reset();
+    sonde__shim_heap_reset();
     sonde_atomic_store_relaxed(&sonde__shim_footprint, config->footprint_baseline);
     uint32_t gen = sonde_atomic_add_relaxed(&shim_last_gen, 1) + 1;
     if (gen == 0) gen = sonde_atomic_add_relaxed(&shim_last_gen, 1) + 1;

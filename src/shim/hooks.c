@@ -8,9 +8,13 @@
  * other libraries' constructors, in forked children): each forwards to the
  * real function and, only while a session runs and the calling thread is
  * not already inside the shim, counts the block's usable size (the real
- * malloc_usable_size, the same figure on allocation and on free) through
- * shim_internal.h. Blocks allocated inside a Python-domain allocator count
- * as Python memory, all others as native.
+ * malloc_usable_size, the same figure on allocation and on free) in the
+ * program's footprint, and the size requested on the thread's sample
+ * countdown (shim_internal.h). Blocks allocated inside a Python-domain
+ * allocator were counted by its wrapper (pymem.c), with the size Python
+ * was asked for; only their footprint is counted here. A realloc that
+ * moves the block is a free and an allocation of the new size; one that
+ * grows it in place counts the growth (usable sizes).
  *
  * Bootstrapping: dlsym(RTLD_NEXT, ...) may itself call calloc/malloc before
  * the real functions are known; those calls are served from a small static
@@ -130,14 +134,14 @@ static inline size_t shim_usable(void *ptr)
     return sonde__shim_real.malloc_usable_size(ptr);
 }
 
-/* A block of `usable` bytes was just allocated at ptr by this thread. */
-static inline void shim_allocated(sonde__shim_thread_t *t, void *ptr, size_t usable)
+/* A block was just allocated at ptr by this thread, for a request of
+ * `size` bytes. */
+static inline void shim_allocated(sonde__shim_thread_t *t, void *ptr, size_t size)
 {
-    bool python = t->python_depth > 0;
-    sonde__shim_account(t, (int64_t)usable, python);
-    /* Python-domain blocks are leak-sampled by the wrapper (pymem.c), with
-     * the pointer Python hands out. */
-    if (!python) sonde__shim_leak_count(t, ptr, usable, usable);
+    sonde__shim_account(t, (int64_t)shim_usable(ptr));
+    /* Python-domain blocks are sampled by the wrapper (pymem.c), with the
+     * pointer and the size Python hands out and was asked for. */
+    if (t->python_depth == 0) sonde__shim_heap_count(t, ptr, size, false);
 }
 
 /* ---- the hooks ---------------------------------------------------------------------- */
@@ -147,7 +151,7 @@ SONDE_EXPORT void *malloc(size_t size)
     if (SONDE_UNLIKELY(!shim_ready())) return shim_boot_alloc(size, 16);
     sonde__shim_thread_t *t = sonde__shim_enter();
     void *ptr = sonde__shim_real.malloc(size);
-    if (t && ptr) shim_allocated(t, ptr, shim_usable(ptr));
+    if (t && ptr) shim_allocated(t, ptr, size);
     return ptr;
 }
 
@@ -160,7 +164,7 @@ SONDE_EXPORT void *calloc(size_t nelem, size_t elsize)
     }
     sonde__shim_thread_t *t = sonde__shim_enter();
     void *ptr = sonde__shim_real.calloc(nelem, elsize);
-    if (t && ptr) shim_allocated(t, ptr, shim_usable(ptr));
+    if (t && ptr) shim_allocated(t, ptr, nelem * elsize); /* no overflow: it succeeded */
     return ptr;
 }
 
@@ -173,10 +177,10 @@ SONDE_EXPORT void free(void *ptr)
         sonde__shim_real.free(ptr);
         return;
     }
-    if (SONDE_UNLIKELY(sonde__shim_leak_maybe(ptr))) sonde__shim_leak_freed(ptr);
+    if (SONDE_UNLIKELY(sonde__shim_heap_maybe(ptr))) sonde__shim_heap_freed(ptr);
     size_t usable = shim_usable(ptr);
     sonde__shim_real.free(ptr);
-    sonde__shim_account(t, -(int64_t)usable, t->python_depth > 0);
+    sonde__shim_account(t, -(int64_t)usable);
 }
 
 SONDE_EXPORT void *realloc(void *ptr, size_t size)
@@ -191,20 +195,32 @@ SONDE_EXPORT void *realloc(void *ptr, size_t size)
     sonde__shim_thread_t *t = sonde__shim_enter();
     if (!t) return sonde__shim_real.realloc(ptr, size);
     size_t old = ptr ? shim_usable(ptr) : 0;
-    bool tracked = ptr && sonde__shim_leak_maybe(ptr);
+    sonde__shim_heap_entry_t entry;
+    bool sampled = ptr && sonde__shim_heap_maybe(ptr) && sonde__shim_heap_take(ptr, &entry);
     void *moved = sonde__shim_real.realloc(ptr, size);
     if (!moved) {
         if (ptr && size == 0) { /* glibc: realloc(p, 0) frees p */
-            if (tracked) sonde__shim_leak_freed(ptr);
-            sonde__shim_account(t, -(int64_t)old, t->python_depth > 0);
+            if (sampled) sonde__shim_heap_report_free(&entry);
+            sonde__shim_account(t, -(int64_t)old);
+        } else if (sampled) {
+            sonde__shim_heap_put(ptr, &entry);
         }
         return NULL;
     }
     size_t usable = shim_usable(moved);
-    if (tracked && moved != ptr) sonde__shim_leak_moved(ptr, moved, usable);
-    bool python = t->python_depth > 0;
-    sonde__shim_account(t, (int64_t)usable - (int64_t)old, python);
-    if (!python && usable > old) sonde__shim_leak_count(t, moved, usable - old, usable);
+    sonde__shim_account(t, (int64_t)usable - (int64_t)old);
+    if (sampled) {
+        if (moved == ptr)
+            sonde__shim_heap_put(ptr, &entry);
+        else
+            sonde__shim_heap_report_free(&entry);
+    }
+    if (t->python_depth > 0) return moved; /* the wrapper counts it */
+    if (moved != ptr) {
+        sonde__shim_heap_count(t, moved, size, false);
+    } else if (usable > old) {
+        sonde__shim_heap_count(t, moved, usable - old, false);
+    }
     return moved;
 }
 
@@ -236,7 +252,7 @@ SONDE_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     }
     sonde__shim_thread_t *t = sonde__shim_enter();
     int rc = sonde__shim_real.posix_memalign(out, align, size);
-    if (t && rc == 0 && *out) shim_allocated(t, *out, shim_usable(*out));
+    if (t && rc == 0 && *out) shim_allocated(t, *out, size);
     return rc;
 }
 
@@ -247,7 +263,7 @@ SONDE_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         if (SONDE_UNLIKELY(!shim_ready())) return shim_boot_alloc(boot_size, boot_align);          \
         sonde__shim_thread_t *t = sonde__shim_enter();                                             \
         void *ptr = sonde__shim_real.name args;                                                    \
-        if (t && ptr) shim_allocated(t, ptr, shim_usable(ptr));                                    \
+        if (t && ptr) shim_allocated(t, ptr, boot_size);                                           \
         return ptr;                                                                                \
     }
 

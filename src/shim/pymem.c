@@ -17,8 +17,13 @@
  *     Python memory, because the wrapper marks the thread as being inside
  *     Python's allocator while it calls through (pymalloc's own calls to
  *     malloc are counted once, never twice);
- *   - small objects within arenas cost the wrappers nothing but a
- *     countdown for the leak detector, and frees one bit test.
+ *   - small objects within arenas cost the wrappers nothing but the
+ *     sample countdown, and frees one bit test.
+ * Allocation samples are taken here, in the wrappers, with the size Python
+ * was asked for and the pointer it hands out (the malloc hooks below skip
+ * the blocks they see while python_depth is set); a realloc that moves the
+ * block is a free and an allocation of the new size, one that keeps it in
+ * place is not counted (its old size is not known).
  * No pointer ever needs classifying, which keeps the hot path to a few
  * instructions. When Python's allocator is not pymalloc (PYTHONMALLOC=malloc
  * or malloc_debug), every request goes through malloc and the wrapper marks
@@ -42,10 +47,10 @@ typedef struct shim_pywrap {
 static shim_pywrap_t shim_pywrap_mem, shim_pywrap_obj;
 
 /* The fast paths below end in a tail call to Python's own allocator; the
- * rare work (a leak sample, a large block) is in separate functions so
- * that the common case saves no registers. */
+ * rare work (a sample, a large block) is in separate functions so that the
+ * common case saves no registers. */
 
-/* The leak countdown ran out on this request: allocate, then sample the
+/* The sample countdown ran out on this request: allocate, then sample the
  * block (the countdown was already charged). */
 static __attribute__((noinline)) void *shim_py_malloc_sampled(shim_pywrap_t *w, size_t size,
                                                               size_t nelem, bool zeroed)
@@ -56,13 +61,13 @@ static __attribute__((noinline)) void *shim_py_malloc_sampled(shim_pywrap_t *w, 
     void *ptr = zeroed ? w->original.calloc(w->original.ctx, nelem, size / (nelem ? nelem : 1))
                        : w->original.malloc(w->original.ctx, size);
     if (large) t->python_depth--;
-    sonde__shim_leak_sample(t, ptr, size);
+    sonde__shim_heap_sample(t, ptr, size, true);
     return ptr;
 }
 
 /* A large request (any request when Python's allocator is not pymalloc):
- * it reaches malloc, whose hook counts it as Python memory while
- * python_depth is set. */
+ * it reaches malloc, whose hook counts its footprint as Python memory
+ * while python_depth is set. */
 static __attribute__((noinline)) void *shim_py_malloc_large(shim_pywrap_t *w, size_t size)
 {
     sonde__shim_thread_t *t = &sonde__shim_thread;
@@ -76,8 +81,8 @@ static void *shim_py_malloc(void *ctx, size_t size)
 {
     shim_pywrap_t *w = ctx;
     sonde__shim_thread_t *t = &sonde__shim_thread;
-    t->leak_countdown -= (int64_t)size;
-    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) return shim_py_malloc_sampled(w, size, 0, false);
+    t->sample_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->sample_countdown <= 0)) return shim_py_malloc_sampled(w, size, 0, false);
     if (SONDE_UNLIKELY(size > w->small_request)) return shim_py_malloc_large(w, size);
     return w->original.malloc(w->original.ctx, size);
 }
@@ -99,8 +104,9 @@ static void *shim_py_calloc(void *ctx, size_t nelem, size_t elsize)
     size_t size = 0;
     if (__builtin_mul_overflow(nelem, elsize, &size))
         return w->original.calloc(w->original.ctx, nelem, elsize); /* fails */
-    t->leak_countdown -= (int64_t)size;
-    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) return shim_py_malloc_sampled(w, size, nelem, true);
+    t->sample_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->sample_countdown <= 0))
+        return shim_py_malloc_sampled(w, size, nelem, true);
     if (SONDE_UNLIKELY(size > w->small_request)) return shim_py_calloc_large(w, nelem, elsize);
     return w->original.calloc(w->original.ctx, nelem, elsize);
 }
@@ -109,30 +115,34 @@ static void *shim_py_realloc(void *ctx, void *ptr, size_t size)
 {
     shim_pywrap_t *w = ctx;
     sonde__shim_thread_t *t = &sonde__shim_thread;
-    bool tracked = ptr && sonde__shim_leak_maybe(ptr);
+    sonde__shim_heap_entry_t entry;
+    bool sampled = ptr && sonde__shim_heap_maybe(ptr) && sonde__shim_heap_take(ptr, &entry);
     t->python_depth++;
     void *moved = w->original.realloc(w->original.ctx, ptr, size);
     t->python_depth--;
-    if (!moved) return NULL;
-    if (tracked && moved != ptr) sonde__shim_leak_moved(ptr, moved, size);
-    if (moved != ptr) {
-        t->leak_countdown -= (int64_t)size;
-        if (SONDE_UNLIKELY(t->leak_countdown <= 0)) sonde__shim_leak_sample(t, moved, size);
+    if (sampled) {
+        if (moved == ptr || (!moved && size != 0))
+            sonde__shim_heap_put(ptr, &entry);
+        else
+            sonde__shim_heap_report_free(&entry);
     }
+    if (!moved || moved == ptr) return moved;
+    t->sample_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->sample_countdown <= 0)) sonde__shim_heap_sample(t, moved, size, true);
     return moved;
 }
 
-static __attribute__((noinline)) void shim_py_free_tracked(shim_pywrap_t *w, void *ptr)
+static __attribute__((noinline)) void shim_py_free_sampled(shim_pywrap_t *w, void *ptr)
 {
-    if (ptr) sonde__shim_leak_freed(ptr);
+    sonde__shim_heap_freed(ptr);
     w->original.free(w->original.ctx, ptr);
 }
 
 static void shim_py_free(void *ctx, void *ptr)
 {
     shim_pywrap_t *w = ctx;
-    if (SONDE_UNLIKELY(sonde__shim_leak_maybe(ptr))) {
-        shim_py_free_tracked(w, ptr);
+    if (SONDE_UNLIKELY(ptr && sonde__shim_heap_maybe(ptr))) {
+        shim_py_free_sampled(w, ptr);
         return;
     }
     w->original.free(w->original.ctx, ptr);
@@ -172,7 +182,7 @@ static void *shim_arena_alloc(void *ctx, size_t size)
     if (!ptr) return NULL;
     sonde_atomic_add_relaxed(&shim_arena_live, (int64_t)size);
     sonde__shim_thread_t *t = sonde__shim_enter();
-    if (t) sonde__shim_account(t, (int64_t)size, true);
+    if (t) sonde__shim_account(t, (int64_t)size);
     return ptr;
 }
 
@@ -181,7 +191,7 @@ static void shim_arena_free(void *ctx, void *ptr, size_t size)
     shim_arena_original.free(shim_arena_original.ctx, ptr, size);
     sonde_atomic_add_relaxed(&shim_arena_live, -(int64_t)size);
     sonde__shim_thread_t *t = sonde__shim_enter();
-    if (t) sonde__shim_account(t, -(int64_t)size, true);
+    if (t) sonde__shim_account(t, -(int64_t)size);
 }
 
 static int shim_arena_install(void (*get)(sonde_shim_pyarena_t *),

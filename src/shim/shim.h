@@ -7,16 +7,18 @@
  * counts. It is inert until a user (the extension module, src/ext/memory.c)
  * starts it with sonde_shim_start; it then reports, on the thread that
  * caused it:
- *   - a memory sample whenever that thread's own net allocation (bytes
- *     allocated minus bytes freed) has moved by a threshold (drawn between
- *     half and one and a half times the configured one) since its previous
- *     sample, standing for that many bytes (the rest carries over), or a
- *     single allocation or free is as large as the configured threshold
- *     (a sample of its exact size);
+ *   - an allocation sample: allocations are sampled by bytes requested
+ *     (malloc and its family, and Python's allocator domains, at the sizes
+ *     the program asked for), with marks a Poisson process of mean
+ *     sample_bytes over each thread's requests; the allocation a mark
+ *     falls in is reported with its expected weight and remembered, by
+ *     address, until it is freed;
+ *   - a free sample when a remembered allocation is freed (with the site
+ *     the user returned for it, so the line that made it is charged);
  *   - a copy sample every ~copy_sample_bytes bytes passed through memcpy or
- *     memmove (rate-based: exponentially spaced marks);
- *   - a leak sample every ~leak_sample_bytes bytes allocated: the block a
- *     mark falls in is tracked, and its free (if it comes) reported.
+ *     memmove (rate-based: exponentially spaced marks).
+ * It also keeps the program's footprint (usable sizes of malloc blocks
+ * and Python's arenas), sent along with each allocation and free sample.
  * The user never links the shim: it finds these entry points with
  * dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_*), so a process without the shim just
  * has no memory profiling. Nothing here needs libpython: Python's allocator
@@ -30,7 +32,7 @@
 
 #include "../core/common.h"
 
-#define SONDE_SHIM_ABI 1
+#define SONDE_SHIM_ABI 2
 
 /* Same layout as Python's PyMemAllocatorEx. */
 typedef struct sonde_shim_pyalloc {
@@ -53,30 +55,29 @@ typedef struct sonde_shim_pyarena {
 #define SONDE_SHIM_DOMAIN_OBJ 2
 
 typedef enum sonde_shim_event_kind {
-    SONDE_SHIM_EV_MEMORY = 1, /* threshold sample: bytes is the change it
-                                 stands for (+ growth, - shrinkage) */
-    SONDE_SHIM_EV_COPY,       /* copy sample: bytes copied it stands for */
-    SONDE_SHIM_EV_LEAK_TRACK, /* a sampled block is now tracked; bytes is
-                                 what it stands for (its weight); the user
-                                 returns its site (0: do not track) */
-    SONDE_SHIM_EV_LEAK_FREED, /* a tracked block of `site`, weight bytes,
-                                 was freed */
+    SONDE_SHIM_EV_ALLOC = 1, /* a sampled allocation; the user returns its
+                                site (anything, 0 included), given back
+                                with its free */
+    SONDE_SHIM_EV_FREE,      /* a remembered sampled allocation was freed */
+    SONDE_SHIM_EV_COPY,      /* copy sample: bytes copied it stands for */
 } sonde_shim_event_kind_t;
 
 typedef struct sonde_shim_event {
     sonde_shim_event_kind_t kind;
-    int64_t bytes;           /* see the kinds */
-    uint64_t python_bytes;   /* MEMORY: bytes this thread allocated through
-                                Python's allocators since its last sample */
-    uint64_t native_bytes;   /* MEMORY: bytes allocated by anything else */
-    int64_t footprint_bytes; /* MEMORY: the program's footprint after it */
-    uint64_t site;           /* LEAK_FREED: what LEAK_TRACK returned */
+    double weight;           /* ALLOC, FREE: the bytes the sample stands for,
+                                size / (1 - exp(-size / sample_bytes)) */
+    uint64_t size;           /* ALLOC, FREE: the bytes requested */
+    int64_t bytes;           /* COPY: the bytes copied it stands for */
+    bool python;             /* ALLOC: through Python's allocator domains */
+    bool tracked;            /* ALLOC: remembered until freed (false: the
+                                table is full; no FREE will follow) */
+    int64_t footprint_bytes; /* ALLOC, FREE: the program's footprint */
+    uint64_t site;           /* FREE: what ALLOC returned */
 } sonde_shim_event_t;
 
 typedef struct sonde_shim_config {
     uint32_t abi;               /* SONDE_SHIM_ABI */
-    uint64_t malloc_threshold;  /* bytes of net change per memory sample */
-    uint64_t leak_sample_bytes; /* mean bytes allocated between leak samples */
+    uint64_t sample_bytes;      /* mean bytes requested between allocation samples */
     uint64_t copy_sample_bytes; /* mean bytes copied between copy samples */
     int64_t footprint_baseline; /* bytes in use when profiling starts */
     /* Called on the thread concerned, inside an allocator hook, with the
@@ -84,13 +85,13 @@ typedef struct sonde_shim_config {
      * real allocator (uncounted). It must not take a lock that code
      * outside it may hold while allocating, must not run Python, and must
      * not use thread-local variables of a dlopen()ed library. Returns the
-     * site for LEAK_TRACK, else anything. */
+     * site for ALLOC, else anything. */
     uint64_t (*on_event)(void *ctx, const sonde_shim_event_t *event);
     void *ctx;
 } sonde_shim_config_t;
 
 /* Starts profiling with a copy of *config. Returns 0, -EINVAL (bad ABI or
- * threshold) or -EBUSY (already started). */
+ * sample mean) or -EBUSY (already started). */
 typedef int (*sonde_shim_start_fn)(const sonde_shim_config_t *config);
 #define SONDE_SHIM_SYM_START "sonde_shim_start"
 

@@ -31,7 +31,7 @@
  * from its arenas; larger ones go to malloc). Same in every supported
  * version (checked against each version's table by test_pyread_debug). */
 #define SHIM_PY_SMALL_REQUEST 512
-/* Rate-based samplers (copies, leaks) step mark by mark through one
+/* The copy sampler steps mark by mark through one
  * operation up to this many marks, and count the rest of it whole. */
 #define SHIM_MAX_MARKS 64
 /* Bytes a thread that is not counting (inert shim, nested call) lets go by
@@ -69,12 +69,8 @@ typedef struct sonde__shim_thread {
     uint32_t gen;              /* session these counters belong to */
     uint16_t guard;            /* > 0: inside the shim's own work */
     uint16_t python_depth;     /* > 0: inside a Python-domain allocator */
-    int64_t net;               /* allocated - freed since the last sample */
-    int64_t net_threshold;     /* |net| that makes the next sample */
-    uint64_t python_alloc;     /* allocated through Python since then */
-    uint64_t native_alloc;     /* allocated otherwise since then */
     int64_t footprint_pending; /* not yet added to the global footprint */
-    int64_t leak_countdown;    /* bytes to allocate before the next leak sample */
+    int64_t sample_countdown;  /* bytes to request before the next sample mark */
     int64_t copy_countdown;    /* bytes to copy before the next copy sample */
     int64_t copy_armed;        /* what copy_countdown was set to */
     uint64_t rng;              /* xorshift state, 0 until first use */
@@ -82,7 +78,7 @@ typedef struct sonde__shim_thread {
 
 extern __thread sonde__shim_thread_t sonde__shim_thread SHIM_TLS;
 
-/* ---- the session (session.c) --------------------------------------------- */
+/* ---- the session (control.c) --------------------------------------------- */
 
 /* 0 while inert; otherwise the generation of the current session. */
 extern _Atomic uint32_t sonde__shim_gen;
@@ -93,18 +89,14 @@ extern _Atomic int64_t sonde__shim_footprint;
 
 /* Brings a thread's counters to the current session. */
 void sonde__shim_thread_reset(sonde__shim_thread_t *t, uint32_t gen);
-/* Slow paths of the accounting below. */
+/* Adds the thread's pending footprint change to the global footprint. */
 void sonde__shim_flush_footprint(sonde__shim_thread_t *t);
-void sonde__shim_sample(sonde__shim_thread_t *t);
-void sonde__shim_sample_big(sonde__shim_thread_t *t, int64_t delta, bool python);
 /* Hands an event to the user (guard set, errno kept, counted in flight so
  * that stop can wait for it). Returns what on_event returned, or 0 when
  * the session ended meanwhile. */
 uint64_t sonde__shim_emit(sonde__shim_thread_t *t, const sonde_shim_event_t *event);
 /* A mean-`mean` exponential draw from the thread's generator (>= 1). */
 int64_t sonde__shim_exp_draw(sonde__shim_thread_t *t, uint64_t mean);
-/* A draw uniform in [mean/2, 3*mean/2) from the thread's generator. */
-int64_t sonde__shim_uniform_draw(sonde__shim_thread_t *t, uint64_t mean);
 
 /* The calling thread's state if the shim is counting on it, else NULL
  * (inert, or already inside the shim). */
@@ -117,72 +109,70 @@ static inline sonde__shim_thread_t *sonde__shim_enter(void)
     return t;
 }
 
-/* Counts delta bytes (> 0 allocated, < 0 freed) on thread t and takes a
- * sample when its net has moved by the threshold: the configured one on
- * average, each thread's next one drawn between half and one and a half
- * times it, so that an allocation pattern repeating in step with the
- * threshold cannot make one line take every sample. A single block of the
- * configured threshold or more is a sample of its own. */
-static inline void sonde__shim_account(sonde__shim_thread_t *t, int64_t delta, bool python)
+/* Counts delta bytes (> 0 allocated, < 0 freed; usable sizes, arenas) in
+ * the program's footprint, batched per thread. */
+static inline void sonde__shim_account(sonde__shim_thread_t *t, int64_t delta)
 {
-    int64_t big = (int64_t)sonde__shim_config.malloc_threshold;
-    if (SONDE_UNLIKELY(delta >= big || delta <= -big)) {
-        sonde__shim_sample_big(t, delta, python);
-        return;
-    }
     t->footprint_pending += delta;
     if (SONDE_UNLIKELY(t->footprint_pending >= SHIM_FOOTPRINT_QUANTUM ||
                        t->footprint_pending <= -SHIM_FOOTPRINT_QUANTUM))
         sonde__shim_flush_footprint(t);
-    t->net += delta;
-    if (delta > 0) {
-        if (python)
-            t->python_alloc += (uint64_t)delta;
-        else
-            t->native_alloc += (uint64_t)delta;
-    }
-    while (SONDE_UNLIKELY(t->net >= t->net_threshold || t->net <= -t->net_threshold))
-        sonde__shim_sample(t);
 }
 
-/* ---- leak tracking (leak.c) ---------------------------------------------- */
+/* ---- sampled allocations (heap.c) ------------------------------------------ */
 
-#define SHIM_LEAK_SLOT_BITS 16
-#define SHIM_LEAK_SLOTS (1u << SHIM_LEAK_SLOT_BITS)
+#define SHIM_HEAP_SLOT_BITS 18
+#define SHIM_HEAP_SLOTS (1u << SHIM_HEAP_SLOT_BITS)
 
-/* One bit per slot of the tracked-block table: set while the slot holds a
- * block. Lets a free find out with one load that it frees nothing tracked. */
-extern _Atomic uint64_t sonde__shim_leak_bits[SHIM_LEAK_SLOTS / 64];
+/* One bit per slot of the sampled-block table: set while the slot holds a
+ * block. A free whose home slot is empty frees nothing sampled: one load. */
+extern _Atomic uint64_t sonde__shim_heap_bits[SHIM_HEAP_SLOTS / 64];
 
-static inline uint32_t sonde__shim_leak_slot(const void *ptr)
+static inline uint32_t sonde__shim_heap_slot(const void *ptr)
 {
     return (uint32_t)((((uintptr_t)ptr >> 4) * 0x9e3779b97f4a7c15ull) >>
-                      (64 - SHIM_LEAK_SLOT_BITS));
+                      (64 - SHIM_HEAP_SLOT_BITS));
 }
 
-static inline bool sonde__shim_leak_maybe(const void *ptr)
+static inline bool sonde__shim_heap_maybe(const void *ptr)
 {
-    uint32_t slot = sonde__shim_leak_slot(ptr);
-    return (sonde_atomic_load_relaxed(&sonde__shim_leak_bits[slot / 64]) >> (slot % 64)) & 1;
+    uint32_t slot = sonde__shim_heap_slot(ptr);
+    return (sonde_atomic_load_relaxed(&sonde__shim_heap_bits[slot / 64]) >> (slot % 64)) & 1;
 }
 
-/* The leak countdown ran out on block ptr (size bytes) just allocated:
- * tracks it (asking the user for its site) and re-arms the countdown. */
-void sonde__shim_leak_sample(sonde__shim_thread_t *t, void *ptr, size_t size);
-/* ptr, a tracked block, is being freed: reports it. */
-void sonde__shim_leak_freed(void *ptr);
-/* A tracked block moved (realloc): keeps tracking it at its new address. */
-void sonde__shim_leak_moved(void *old_ptr, void *new_ptr, size_t new_size);
-/* Forgets every tracked block (new session, or a forked child). */
-void sonde__shim_leak_reset(void);
+/* The sample countdown ran out in the block ptr (size bytes requested)
+ * just allocated: reports it (the user returns its site), remembers it
+ * and re-arms the countdown. */
+void sonde__shim_heap_sample(sonde__shim_thread_t *t, void *ptr, size_t size, bool python);
+/* ptr is being freed: reports it if it is a remembered sample. */
+void sonde__shim_heap_freed(void *ptr);
 
-/* The leak countdown: `counted` new bytes were allocated, in the block at
- * ptr (size bytes long). */
-static inline void sonde__shim_leak_count(sonde__shim_thread_t *t, void *ptr, size_t counted,
-                                          size_t size)
+/* A remembered sample. */
+typedef struct sonde__shim_heap_entry {
+    uint64_t site; /* what the user returned for the block */
+    double weight; /* bytes the sample stands for */
+    uint64_t size; /* bytes requested */
+} sonde__shim_heap_entry_t;
+
+/* For realloc, which frees the old block inside the real call (another
+ * thread may get its address at once): take the entry out before, then
+ * put it back (kept in place, or the call failed) or report its free.
+ * take returns whether ptr was remembered. */
+bool sonde__shim_heap_take(const void *ptr, sonde__shim_heap_entry_t *entry);
+void sonde__shim_heap_put(const void *ptr, const sonde__shim_heap_entry_t *entry);
+void sonde__shim_heap_report_free(const sonde__shim_heap_entry_t *entry);
+/* Forgets every remembered block (new session, or a forked child). */
+void sonde__shim_heap_reset(void);
+
+/* The sample countdown: `size` bytes were requested, and got the block at
+ * ptr. Allocations are sampled by bytes requested: marks fall on average
+ * every config.sample_bytes, exponentially spaced, so a block of s bytes
+ * holds one with probability 1 - exp(-s / sample_bytes). */
+static inline void sonde__shim_heap_count(sonde__shim_thread_t *t, void *ptr, size_t size,
+                                          bool python)
 {
-    t->leak_countdown -= (int64_t)counted;
-    if (SONDE_UNLIKELY(t->leak_countdown <= 0)) sonde__shim_leak_sample(t, ptr, size);
+    t->sample_countdown -= (int64_t)size;
+    if (SONDE_UNLIKELY(t->sample_countdown <= 0)) sonde__shim_heap_sample(t, ptr, size, python);
 }
 
 /* ---- Python's allocators (pymem.c) ---------------------------------------- */

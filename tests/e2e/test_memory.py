@@ -149,11 +149,12 @@ test_memory_native_arrays.requires = "numpy"
 
 # ---- two sites of known sizes ---------------------------------------------------------------
 #
-# Blocks smaller than the threshold are charged by sampling: a sample
-# stands for one threshold's worth of bytes and goes to the line whose
-# block it falls in, so a site's share is right in expectation, with a
-# spread that shrinks as 1/sqrt(samples). With 512 KiB samples over 1 GiB
-# the ratio's standard deviation is about 4.5 %, so 20 % is a 4-sigma bound.
+# Blocks smaller than the sample mean are charged by sampling: a mark falls
+# in a block with probability 1 - exp(-size/mean) and the block then stands
+# for size over that probability, so a site's share is right in
+# expectation, with a spread that shrinks as 1/sqrt(samples). With 512 KiB
+# samples over 1 GiB the ratio's standard deviation is about 4.5 %, so 20 %
+# is a 4-sigma bound (test_memory_accuracy.py has the tighter ones).
 
 TWO_SITES = """
     kept = []

@@ -2,7 +2,7 @@
  *
  * Builds a profile with memory figures (as `sonde run --memory` fills it)
  * and checks both writers: the JSON per-line fields with Scalene's names
- * and their values, the top-level footprint fields and timeline, the
+ * and pprof's heap sample types and their values, the top-level footprint fields and timeline, the
  * leaks object; the terminal report's memory columns, sparklines, header
  * line and leak list, and a line shown for its memory alone. The same
  * profile without has_memory must carry none of it, and the sparkline
@@ -41,6 +41,10 @@ static void build(sonde_profile_t *prof, const char *path, bool memory)
     grow->mem.python_fraction = 0.75;
     grow->mem.avg_mb = 150;
     grow->mem.peak_mb = 300;
+    grow->mem.live_mb = 280;
+    grow->mem.live_objects = 280.4;
+    grow->mem.live_at_peak_mb = 290;
+    grow->mem.alloc_objects = 299.6;
     grow->mem.leak_likelihood = 0.97;
     grow->mem.leak_velocity_mb_s = 150;
     for (int i = 0; i <= 10; i++)
@@ -56,7 +60,12 @@ static void build(sonde_profile_t *prof, const char *path, bool memory)
     grow_fn->mem.python_fraction = 0.75;
     grow_fn->mem.avg_mb = 120;
     grow_fn->mem.peak_mb = 310;
+    grow_fn->mem.live_mb = 1.5;
+    grow_fn->mem.live_objects = 3;
+    grow_fn->mem.live_at_peak_mb = 2;
+    grow_fn->mem.alloc_objects = 12;
     prof->max_footprint_mb = 310;
+    prof->heap_peak_mb = 295;
     prof->max_footprint_file = strdup(path);
     prof->max_footprint_lineno = 3;
     sonde_timeline_add(&prof->footprint, 0, 10);
@@ -94,10 +103,13 @@ static void test_json(const char *path)
         "\"memory\": true",
         "\"max_footprint_mb\": 310",
         "\"max_footprint_lineno\": 3",
+        "\"heap_peak_mb\": 295",
         "\"growth_rate\": 3000",
         "\"samples\": [[0, 10], [1, 200], [2, 310]]",
         ("\"n_malloc_mb\": 300, \"n_mallocs\": 30, \"n_avg_mb\": 150, \"n_peak_mb\": 300, "
-         "\"n_python_fraction\": 0.75, \"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0"),
+         "\"n_python_fraction\": 0.75, \"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0, "
+         "\"n_live_mb\": 280, \"n_live_at_peak_mb\": 290, \"alloc_objects\": 300, "
+         "\"alloc_space\": 314572800, \"inuse_objects\": 280, \"inuse_space\": 293601280"),
         "\"n_copy_mb_s\": 250",
         "\"memory_samples\": [[0, 0], [0.2, 30]",
         "\"leaks\": {\"3\": {\"likelihood\": 0.97, \"velocity_mb_s\": 150}}",
@@ -114,7 +126,9 @@ static void test_json(const char *path)
                             "1.0977, \"n_cpu_percent_c\": 0, \"n_sys_percent\": 0, \"n_samples\": "
                             "1, \"n_malloc_mb\": 300, \"n_mallocs\": 30, \"n_avg_mb\": 120, "
                             "\"n_peak_mb\": 310, \"n_python_fraction\": 0.75, "
-                            "\"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0}") &&
+                            "\"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 0, \"n_live_mb\": 1.5, "
+                            "\"n_live_at_peak_mb\": 2, \"alloc_objects\": 12, \"alloc_space\": "
+                            "314572800, \"inuse_objects\": 3, \"inuse_space\": 1572864}") &&
               !strstr(funcs, "\"memory_samples\""),
           "memory_json_on_functions", "%s", funcs ? funcs : "(none)");
     free(json);
@@ -128,7 +142,8 @@ static void test_json_without_memory(const char *path)
     char *json = render_json(&prof);
     bool clean = json && !strstr(json, "n_malloc_mb") && !strstr(json, "memory") &&
                  !strstr(json, "leaks") && !strstr(json, "max_footprint") &&
-                 !strstr(json, "\"samples\"");
+                 !strstr(json, "\"samples\"") && !strstr(json, "inuse_space") &&
+                 !strstr(json, "heap_peak_mb");
     check(clean, "memory_json_absent_without_memory", "%s", json ? json : "(none)");
     free(json);
     sonde_profile_free(&prof);
@@ -142,7 +157,8 @@ static void test_text(const char *path)
     check(text != NULL, "memory_text_written", "no output");
     if (!text) return;
     static const char *const want[] = {"memory: peak footprint 310.0 MB at app.py:3",
-                                       "grew +3000.0% over the run",
+                                       "grew +3000.0% over the run; live heap peak 295.0 MB",
+                                       "live MB",
                                        "avg MB",
                                        "peak MB",
                                        "mem py",
