@@ -39,8 +39,7 @@ typedef struct {
 
 static volatile uint64_t floor_sink; /* keeps the clock reads */
 
-static PyObject *floor_noop(PyObject *self, PyObject *const *args, size_t nargsf,
-                            PyObject *kwnames)
+static PyObject *floor_noop(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_RETURN_NONE;
 }
@@ -63,8 +62,7 @@ static PyObject *floor_call_clock(PyObject *self, PyObject *const *args, size_t 
 }
 
 static PyTypeObject floor_hook_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "sonde_bench_floor.hook",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde_bench_floor.hook",
     .tp_basicsize = sizeof(floor_hook_t),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(floor_hook_t, vectorcall),
@@ -88,14 +86,18 @@ static PyObject *floor_make(PyObject *module, PyObject *arg)
 }
 
 static PyMethodDef floor_methods[] = {
-    {"hook", floor_make, METH_O, "hook(kind) -> a sys.monitoring callback that does nothing "
-                                 "(0) or only reads the clock (1; 2: for CALL)."},
+    {"hook", floor_make, METH_O,
+     "hook(kind) -> a sys.monitoring callback that does nothing "
+     "(0) or only reads the clock (1; 2: for CALL)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef floor_module = {
-    PyModuleDef_HEAD_INIT, "sonde_bench_floor", "Benchmark-only no-op sys.monitoring callbacks.",
-    -1, floor_methods,
+    PyModuleDef_HEAD_INIT,
+    "sonde_bench_floor",
+    "Benchmark-only no-op sys.monitoring callbacks.",
+    -1,
+    floor_methods,
 };
 
 PyMODINIT_FUNC PyInit_sonde_bench_floor(void)

@@ -69,9 +69,9 @@ typedef struct sonde_atarget {
                                   (failed reads: acc.partial.failed_reads) */
     sonde_ns_t last_tick_ns;   /* 0 until the baseline tick */
     uint64_t ticks;            /* ticks counted (after the baseline) */
-    int fail_streak;         /* consecutive ticks whose thread list failed */
-    bool exited;             /* the process is gone (or a zombie) */
-    bool retired;            /* stopped reading it (exec'd into something
+    int fail_streak;           /* consecutive ticks whose thread list failed */
+    bool exited;               /* the process is gone (or a zombie) */
+    bool retired;              /* stopped reading it (exec'd into something
                                 else); its figures stay */
 } sonde_atarget_t;
 
@@ -115,8 +115,8 @@ typedef struct sonde_attach {
                                       unreadable */
     pid_t *lost_pids;              /* owned; those processes, counted once */
     size_t n_lost, cap_lost;
-    bool stopped_by_flag;          /* the stop flag ended the loop */
-    bool all_exited;               /* every sampled process exited */
+    bool stopped_by_flag; /* the stop flag ended the loop */
+    bool all_exited;      /* every sampled process exited */
     bool duration_reached;
 } sonde_attach_t;
 

@@ -114,9 +114,9 @@ static void dump_thread(sonde_atarget_t *t, const sonde_pythread_t *pt, sonde_bu
     for (int i = 0; i < depth; i++) {
         char path[8192];
         if (sonde_aframe_is_marker(t->walk[i])) {
-            sonde_buf_printf(out, "    %s\n",
-                             sonde_stack_marker_name(sonde_aframe_marker_count(t->walk[i]), path,
-                                                     sizeof path));
+            sonde_buf_printf(
+                out, "    %s\n",
+                sonde_stack_marker_name(sonde_aframe_marker_count(t->walk[i]), path, sizeof path));
             continue;
         }
         const sonde_pycode_t *code = sonde_pyproc_code(&t->proc, sonde_aframe_code(t->walk[i]));

@@ -27,7 +27,8 @@
 #define SAMPLER_OPEN_RETRY_NS (20 * 1000 * 1000ull) /* apart */
 #define SAMPLER_SETTLE_NS (500 * 1000 * 1000ull)    /* a refusal must last this long */
 #define SAMPLER_GIVE_UP_NS                                                                         \
-    (3 * SONDE_NS_PER_SEC) /* not Python after this long                                           \
+    (3 *                                                                                           \
+     SONDE_NS_PER_SEC) /* not Python after this long                                           \
                               (same executable): stop trying */
 #define SAMPLER_FAIL_STREAK                                                                        \
     5                           /* failed thread lists before a                                    \

@@ -140,7 +140,8 @@ const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, c
 static struct sonde_athread *target_thread(sonde_atarget_t *t, const sonde_pythread_t *pt)
 {
     bool is_new = false;
-    struct sonde_athread *th = sonde_threadreg_get(&t->threads, pt->tstate, pt->native_tid, &is_new);
+    struct sonde_athread *th =
+        sonde_threadreg_get(&t->threads, pt->tstate, pt->native_tid, &is_new);
     if (th && is_new) {
         th->tid = pt->native_tid;
         th->slot = sonde_accum_slot(&t->acc, pt->native_tid);

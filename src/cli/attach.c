@@ -115,8 +115,7 @@ static void attach_restore_signals(void)
 /* Parses the words after the command name (attach_options.c) and checks
  * that the output can be written. Returns 0, or 2 after printing the
  * error. */
-static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv,
-                        sonde_attach_args_t *args)
+static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv, sonde_attach_args_t *args)
 {
     char err[512] = "";
     if (sonde_attach_args_parse(mode, argc, argv, args, err, sizeof err) < 0) {

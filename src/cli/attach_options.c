@@ -119,8 +119,7 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
 
 /* After the words: the process or the command, and the format. */
 static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, int i,
-                        const char *pid_word, sonde_attach_args_t *args, char *err,
-                        size_t err_len)
+                        const char *pid_word, sonde_attach_args_t *args, char *err, size_t err_len)
 {
     if (mode == SONDE_ATTACH_MODE_RECORD) {
         if (i >= argc)

@@ -6,4 +6,7 @@
  */
 #include "cli.h"
 
-int main(int argc, char **argv) { return sonde_cli_main(argc, argv); }
+int main(int argc, char **argv)
+{
+    return sonde_cli_main(argc, argv);
+}

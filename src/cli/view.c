@@ -289,8 +289,7 @@ int sonde_cli_view(int argc, char **argv)
     if (rc == 0)
         printf("wrote %s (opened with %s)\n", shown, how);
     else if (rc == -ENOENT && !how[0])
-        printf("wrote %s; open it in a web browser (set $BROWSER to have sonde open it)\n",
-               shown);
+        printf("wrote %s; open it in a web browser (set $BROWSER to have sonde open it)\n", shown);
     else
         printf("wrote %s; could not start %s (%s): open it in a web browser\n", shown, how,
                strerror(-rc));

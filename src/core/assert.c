@@ -25,7 +25,8 @@ void sonde_assert_fail(const char *expr, const char *file, int line)
         v /= 10;
     } while (v && n < 15);
     char text[16];
-    for (int i = 0; i < n; i++) text[i] = digits[n - 1 - i];
+    for (int i = 0; i < n; i++)
+        text[i] = digits[n - 1 - i];
     text[n] = 0;
     assert_write("sonde: internal assertion failed: ");
     assert_write(expr);

@@ -63,9 +63,15 @@ void sonde_buf_append(sonde_buf_t *b, const void *data, size_t len)
     b->data[b->len] = 0;
 }
 
-void sonde_buf_puts(sonde_buf_t *b, const char *s) { sonde_buf_append(b, s, strlen(s)); }
+void sonde_buf_puts(sonde_buf_t *b, const char *s)
+{
+    sonde_buf_append(b, s, strlen(s));
+}
 
-void sonde_buf_putc(sonde_buf_t *b, char c) { sonde_buf_append(b, &c, 1); }
+void sonde_buf_putc(sonde_buf_t *b, char c)
+{
+    sonde_buf_append(b, &c, 1);
+}
 
 void sonde_buf_vprintf(sonde_buf_t *b, const char *fmt, va_list ap)
 {
@@ -93,10 +99,20 @@ static size_t buf_utf8_len(const unsigned char *s)
     if (c < 0x80) return 1;
     size_t n;
     unsigned min;
-    if ((c & 0xe0) == 0xc0) { n = 2; min = 0x80; c &= 0x1f; }
-    else if ((c & 0xf0) == 0xe0) { n = 3; min = 0x800; c &= 0x0f; }
-    else if ((c & 0xf8) == 0xf0) { n = 4; min = 0x10000; c &= 0x07; }
-    else return 0;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2;
+        min = 0x80;
+        c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3;
+        min = 0x800;
+        c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4;
+        min = 0x10000;
+        c &= 0x07;
+    } else
+        return 0;
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
         c = (c << 6) | (s[i] & 0x3f);
@@ -123,17 +139,35 @@ void sonde_buf_json_string(sonde_buf_t *b, const char *s)
             continue;
         }
         switch (c) {
-        case '"': sonde_buf_puts(b, "\\\""); break;
-        case '\\': sonde_buf_puts(b, "\\\\"); break;
-        case '\n': sonde_buf_puts(b, "\\n"); break;
-        case '\r': sonde_buf_puts(b, "\\r"); break;
-        case '\t': sonde_buf_puts(b, "\\t"); break;
-        case '<': sonde_buf_puts(b, "\\u003c"); break;
-        case '>': sonde_buf_puts(b, "\\u003e"); break;
-        case '&': sonde_buf_puts(b, "\\u0026"); break;
+        case '"':
+            sonde_buf_puts(b, "\\\"");
+            break;
+        case '\\':
+            sonde_buf_puts(b, "\\\\");
+            break;
+        case '\n':
+            sonde_buf_puts(b, "\\n");
+            break;
+        case '\r':
+            sonde_buf_puts(b, "\\r");
+            break;
+        case '\t':
+            sonde_buf_puts(b, "\\t");
+            break;
+        case '<':
+            sonde_buf_puts(b, "\\u003c");
+            break;
+        case '>':
+            sonde_buf_puts(b, "\\u003e");
+            break;
+        case '&':
+            sonde_buf_puts(b, "\\u0026");
+            break;
         default:
-            if (c < 0x20 || c == 0x7f) sonde_buf_printf(b, "\\u%04x", c);
-            else sonde_buf_putc(b, (char)c);
+            if (c < 0x20 || c == 0x7f)
+                sonde_buf_printf(b, "\\u%04x", c);
+            else
+                sonde_buf_putc(b, (char)c);
         }
         p++;
     }
@@ -154,7 +188,8 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
         return;
     }
     if (strchr(text, '.')) {
-        while (n > 0 && text[n - 1] == '0') text[--n] = 0;
+        while (n > 0 && text[n - 1] == '0')
+            text[--n] = 0;
         if (n > 0 && text[n - 1] == '.') text[--n] = 0;
     }
     if (strcmp(text, "-0") == 0) strcpy(text, "0");

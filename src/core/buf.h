@@ -13,21 +13,23 @@
 #include <stdarg.h>
 
 typedef struct sonde_buf {
-    char *data;  /* owned; always NUL-terminated when len > 0 */
+    char *data; /* owned; always NUL-terminated when len > 0 */
     size_t len;
     size_t cap;
-    int error;   /* 0 or -ENOMEM (sticky) */
+    int error; /* 0 or -ENOMEM (sticky) */
 } sonde_buf_t;
 
-#define SONDE_BUF_INIT {NULL, 0, 0, 0}
+#define SONDE_BUF_INIT                                                                             \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 void sonde_buf_free(sonde_buf_t *b);
-void sonde_buf_reset(sonde_buf_t *b);        /* len = 0, keeps memory */
+void sonde_buf_reset(sonde_buf_t *b); /* len = 0, keeps memory */
 void sonde_buf_append(sonde_buf_t *b, const void *data, size_t len);
 void sonde_buf_puts(sonde_buf_t *b, const char *s);
 void sonde_buf_putc(sonde_buf_t *b, char c);
-void sonde_buf_printf(sonde_buf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void sonde_buf_printf(sonde_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sonde_buf_vprintf(sonde_buf_t *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal (quotes included), escaping control
  * characters, quotes, backslashes and, so that the text can sit inside an
@@ -45,6 +47,9 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits);
  * file. */
 int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated);
 /* 0 or -ENOMEM. */
-static inline int sonde_buf_error(const sonde_buf_t *b) { return b->error; }
+static inline int sonde_buf_error(const sonde_buf_t *b)
+{
+    return b->error;
+}
 
 #endif

@@ -19,7 +19,7 @@
  * SONDE_EXPORT leave a shared object (PyInit__sonde, the shim's hooks). */
 #define SONDE_EXPORT __attribute__((visibility("default")))
 
-#define SONDE_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define SONDE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SONDE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SONDE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SONDE_UNUSED __attribute__((unused))
@@ -29,11 +29,9 @@
 #ifndef SONDE_DEBUG
 #define SONDE_DEBUG 0
 #endif
-void sonde_assert_fail(const char *expr, const char *file, int line)
-    __attribute__((noreturn));
+void sonde_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
 #if SONDE_DEBUG >= 1
-#define sonde_assert(x) \
-    (SONDE_LIKELY(x) ? (void)0 : sonde_assert_fail(#x, __FILE__, __LINE__))
+#define sonde_assert(x) (SONDE_LIKELY(x) ? (void)0 : sonde_assert_fail(#x, __FILE__, __LINE__))
 #else
 #define sonde_assert(x) ((void)0)
 #endif

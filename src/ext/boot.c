@@ -57,8 +57,8 @@ static int boot_restore_preload(PyObject *os_env)
         PyErr_NoMemory();
         return -1;
     }
-    int rc = restore ? boot_setenv(os_env, "LD_PRELOAD", orig)
-                     : boot_unsetenv(os_env, "LD_PRELOAD");
+    int rc =
+        restore ? boot_setenv(os_env, "LD_PRELOAD", orig) : boot_unsetenv(os_env, "LD_PRELOAD");
     free(orig);
     if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_HAD_PRELOAD);
     if (rc == 0) rc = boot_unsetenv(os_env, SONDE_ENV_PRELOAD);
@@ -78,8 +78,8 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
         rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
-    const char *ours[] = {SONDE_ENV_OPTIONS, SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM, SONDE_ENV_MODE};
+    const char *ours[] = {SONDE_ENV_OPTIONS,    SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
+                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -195,8 +195,8 @@ static void boot_check_syntax(const char *script)
     }
     PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
     PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-    PyObject *code = compile ? PyObject_CallFunction(compile, "Ossii", data, script, "exec", 0, 1)
-                             : NULL;
+    PyObject *code =
+        compile ? PyObject_CallFunction(compile, "Ossii", data, script, "exec", 0, 1) : NULL;
     Py_DECREF(data);
     if (code) {
         Py_DECREF(code);
@@ -230,14 +230,14 @@ int sonde_boot_gil(void)
     const char *env = getenv(SONDE_ENV_OPTIONS);
     if (!env) /* not a `sonde run`: our _boot directory is on someone's path */
         return boot_chain_sitecustomize() ? 1 : 0;
-#define BOOT_DUP(var, name)                                   \
-    do {                                                      \
-        const char *v_ = getenv(name);                        \
-        var = strdup(v_ ? v_ : "");                           \
-        if (!var) {                                           \
-            PyErr_NoMemory();                                 \
-            goto done;                                        \
-        }                                                     \
+#define BOOT_DUP(var, name)                                                                        \
+    do {                                                                                           \
+        const char *v_ = getenv(name);                                                             \
+        var = strdup(v_ ? v_ : "");                                                                \
+        if (!var) {                                                                                \
+            PyErr_NoMemory();                                                                      \
+            goto done;                                                                             \
+        }                                                                                          \
     } while (0)
     BOOT_DUP(options, SONDE_ENV_OPTIONS);
     BOOT_DUP(boot_paths, SONDE_ENV_BOOT_PATHS);

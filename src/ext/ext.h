@@ -44,11 +44,11 @@ typedef struct sonde_gpu_reading {
 
 /* Where the sampler's previous tick left the GPU readings (gpu.c). */
 typedef struct sonde_gpu_cursor {
-    bool have;             /* the previous tick had a reading */
-    uint64_t polls;        /* readings published by then */
-    sonde_ns_t t_ns;       /* its time */
+    bool have;                     /* the previous tick had a reading */
+    uint64_t polls;                /* readings published by then */
+    sonde_ns_t t_ns;               /* its time */
     double util_area, memory_area; /* the integrals, up to t_ns */
-    double memory_mb;      /* the reading in force at t_ns */
+    double memory_mb;              /* the reading in force at t_ns */
 } sonde_gpu_cursor_t;
 
 struct sonde_gpu;
@@ -57,29 +57,29 @@ typedef struct sonde_sampler {
     /* Set before start, read-only while running. */
     sonde_ns_t interval_ns;
     bool virtual_time;
-    bool record_stacks;             /* keep each sample's call stack */
-    const sonde_filter_t *filter;   /* borrowed */
-    const struct sonde_gpu *gpu;    /* borrowed; NULL: no GPU figures */
-    void (*on_terminate)(void);     /* called on the sampler thread after
+    bool record_stacks;           /* keep each sample's call stack */
+    const sonde_filter_t *filter; /* borrowed */
+    const struct sonde_gpu *gpu;  /* borrowed; NULL: no GPU figures */
+    void (*on_terminate)(void);   /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;
-    sonde_accum_t acc;              /* lines, stacks (record_stacks), partial counts */
-    sonde_codecache_t codes;        /* the filter's verdict per code id */
-    sonde_threadreg_t threads;      /* of struct sonde_sampler_thread */
+    sonde_accum_t acc;         /* lines, stacks (record_stacks), partial counts */
+    sonde_codecache_t codes;   /* the filter's verdict per code id */
+    sonde_threadreg_t threads; /* of struct sonde_sampler_thread */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
     uint64_t rng;
     bool first_tick;
-    sonde_gpu_cursor_t gpu_cursor;  /* GPU readings up to the last tick */
-    bool gpu_now_valid;             /* the tick's GPU reading, if any */
+    sonde_gpu_cursor_t gpu_cursor; /* GPU readings up to the last tick */
+    bool gpu_now_valid;            /* the tick's GPU reading, if any */
     sonde_gpu_reading_t gpu_now;
     /* Shared. */
     pthread_t thread;
-    bool thread_started;            /* written by the starting thread only */
-    _Atomic pid_t thread_tid;       /* kernel id of the sampler thread */
-    int wake_fd;                    /* eventfd: stop or SIGTERM */
+    bool thread_started;      /* written by the starting thread only */
+    _Atomic pid_t thread_tid; /* kernel id of the sampler thread */
+    int wake_fd;              /* eventfd: stop or SIGTERM */
     atomic_bool stop_requested;
     atomic_bool term_requested;
 } sonde_sampler_t;
@@ -99,8 +99,7 @@ int sonde_sampler_resume(sonde_sampler_t *s);
 void sonde_sampler_signal_terminate(sonde_sampler_t *s);
 /* Converts what was sampled into a profile (after stop). cwd resolves
  * relative file names. Returns 0 or -ENOMEM. */
-int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd,
-                             sonde_profile_t *prof);
+int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof);
 /* Frees everything (after stop). */
 void sonde_sampler_free(sonde_sampler_t *s);
 
@@ -109,8 +108,7 @@ void sonde_sampler_free(sonde_sampler_t *s);
 /* Starts a session with opts (copied). from_run: started by `sonde run`.
  * program/args describe the program for the report. Returns 0, or -errno
  * with a Python exception set. */
-int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run,
-                            const char *program);
+int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const char *program);
 /* Stops the session and writes its report. Returns 0, or -errno with a
  * Python exception set (0 and nothing done if no session is active). */
 int sonde_session_stop_gil(void);
@@ -137,7 +135,7 @@ extern char sonde_ext_pkg_dir[4096];
  * object with the line number 0xffffffff (never a line's; never 0, the
  * empty slot, even for code id 0). */
 #define SONDE_MEMORY_FUNC_LINE 0xffffffffu
-#define SONDE_MEMORY_FUNC_KEY(line_key) \
+#define SONDE_MEMORY_FUNC_KEY(line_key)                                                            \
     (((line_key) & ~(uint64_t)0xffffffffu) | SONDE_MEMORY_FUNC_LINE)
 
 /* What the memory profiler gathered about one (code, line), or one code
@@ -145,37 +143,37 @@ extern char sonde_ext_pkg_dir[4096];
  * (bytes they stand for); "live" figures go up with a remembered sample
  * and down when it is freed, wherever the free happens. */
 typedef struct sonde_memory_line {
-    uint64_t key;               /* code_id << 32 | lineno (SONDE_MEMORY_FUNC_LINE
+    uint64_t key;           /* code_id << 32 | lineno (SONDE_MEMORY_FUNC_LINE
                                    for the code's function); 0 = empty slot */
-    uint64_t alloc_samples;     /* allocation samples taken here */
-    double alloc_bytes;         /* bytes they stand for (alloc_space) */
-    double alloc_objects;       /* allocations they stand for (alloc_objects) */
-    double python_bytes;        /* the Python share of alloc_bytes */
-    double live_bytes;          /* remembered samples not freed yet (inuse_space) */
-    double live_objects;        /* their count, weighted (inuse_objects) */
-    double peak_live_bytes;     /* highest live_bytes */
-    double live_sum_bytes;      /* sum of live_bytes after each change */
+    uint64_t alloc_samples; /* allocation samples taken here */
+    double alloc_bytes;     /* bytes they stand for (alloc_space) */
+    double alloc_objects;   /* allocations they stand for (alloc_objects) */
+    double python_bytes;    /* the Python share of alloc_bytes */
+    double live_bytes;      /* remembered samples not freed yet (inuse_space) */
+    double live_objects;    /* their count, weighted (inuse_objects) */
+    double peak_live_bytes; /* highest live_bytes */
+    double live_sum_bytes;  /* sum of live_bytes after each change */
     uint64_t live_changes;
-    double live_at_peak_bytes;  /* live_bytes when the program's sampled live
+    double live_at_peak_bytes; /* live_bytes when the program's sampled live
                                    heap last peaked (valid when peak_epoch
                                    differs from sonde_memory_t's) */
-    uint64_t peak_epoch;        /* the program's peak_epoch at the last change */
-    uint64_t copy_bytes;        /* bytes copied (memcpy/memmove) */
-    uint64_t tracked;           /* remembered samples (leak test: n) */
-    uint64_t freed;             /* of those, freed (leak test: f) */
-    sonde_timeline_t timeline;  /* owned; live_bytes (MB) over time */
+    uint64_t peak_epoch;       /* the program's peak_epoch at the last change */
+    uint64_t copy_bytes;       /* bytes copied (memcpy/memmove) */
+    uint64_t tracked;          /* remembered samples (leak test: n) */
+    uint64_t freed;            /* of those, freed (leak test: f) */
+    sonde_timeline_t timeline; /* owned; live_bytes (MB) over time */
 } sonde_memory_line_t;
 
 typedef struct sonde_memory {
     /* Set while starting (GIL), read-only while running. */
-    bool started;                     /* between start and free */
-    bool running;                     /* the shim is counting */
-    const sonde_filter_t *filter;     /* borrowed */
-    uint64_t sample_bytes;            /* mean bytes between allocation samples */
-    uint64_t copy_sample_bytes;       /* mean bytes between copy samples */
+    bool started;                 /* between start and free */
+    bool running;                 /* the shim is counting */
+    const sonde_filter_t *filter; /* borrowed */
+    uint64_t sample_bytes;        /* mean bytes between allocation samples */
+    uint64_t copy_sample_bytes;   /* mean bytes between copy samples */
     sonde_ns_t start_ns, stop_ns;
-    int64_t baseline_bytes;           /* footprint when profiling started */
-    int64_t final_bytes;              /* footprint when it stopped */
+    int64_t baseline_bytes; /* footprint when profiling started */
+    int64_t final_bytes;    /* footprint when it stopped */
     sonde_shim_stop_fn shim_stop;
     sonde_shim_footprint_fn shim_footprint;
     sonde_shim_pyalloc_t original_mem, original_obj; /* Python's, restored at stop */
@@ -184,23 +182,23 @@ typedef struct sonde_memory {
      * shim's guard set: anything allocated under it comes straight from
      * the real allocator) and, after the shim has stopped, by the report. */
     pthread_mutex_t lock;
-    sonde_pyproc_t proc;              /* direct reader of this process */
-    sonde_codecache_t codes;          /* the filter's verdict per code id */
-    sonde_memory_line_t *lines;       /* owned; open addressing */
+    sonde_pyproc_t proc;        /* direct reader of this process */
+    sonde_codecache_t codes;    /* the filter's verdict per code id */
+    sonde_memory_line_t *lines; /* owned; open addressing */
     size_t lines_cap, lines_used;
-    sonde_timeline_t footprint;       /* owned; program footprint over time */
-    double last_footprint_t;          /* time of its last point */
+    sonde_timeline_t footprint; /* owned; program footprint over time */
+    double last_footprint_t;    /* time of its last point */
     double max_footprint_mb;
-    uint64_t max_footprint_key;       /* line of the sample at the peak */
-    double heap_live_bytes;           /* every remembered sample not freed */
-    double heap_peak_bytes;           /* its highest value */
-    uint64_t peak_epoch;              /* bumped at each new heap_peak_bytes */
+    uint64_t max_footprint_key; /* line of the sample at the peak */
+    double heap_live_bytes;     /* every remembered sample not freed */
+    double heap_peak_bytes;     /* its highest value */
+    uint64_t peak_epoch;        /* bumped at each new heap_peak_bytes */
     uint64_t samples, unattributed_samples, copy_samples;
-    uint64_t untracked;               /* samples the shim could not remember
+    uint64_t untracked;    /* samples the shim could not remember
                                          (its table was full) */
-    uint64_t dropped;                 /* samples (or timeline points) lost to
+    uint64_t dropped;      /* samples (or timeline points) lost to
                                          out of memory: partial.dropped_samples */
-    uint64_t failed_reads;            /* stacks that could not be read */
+    uint64_t failed_reads; /* stacks that could not be read */
 } sonde_memory_t;
 
 /* Starts memory profiling for the session: finds the shim, wraps Python's
@@ -237,41 +235,41 @@ struct sonde_gpu_nvml; /* private to gpu.c */
  * integrals let the sampler take the mean over any interval. */
 typedef struct sonde_gpu_published {
     _Atomic uint32_t seq;
-    _Atomic uint32_t valid;            /* 0: no reading (not yet, or NVML failed) */
-    _Atomic uint64_t polls;            /* readings published so far */
-    _Atomic uint64_t at_ns;            /* monotonic time of the latest */
-    _Atomic double util_percent;       /* the latest reading */
+    _Atomic uint32_t valid;      /* 0: no reading (not yet, or NVML failed) */
+    _Atomic uint64_t polls;      /* readings published so far */
+    _Atomic uint64_t at_ns;      /* monotonic time of the latest */
+    _Atomic double util_percent; /* the latest reading */
     _Atomic double memory_mb;
-    _Atomic double util_area;          /* integral of utilisation (% s) up to at_ns */
-    _Atomic double memory_area;        /* integral of memory (MB s) up to at_ns */
+    _Atomic double util_area;                      /* integral of utilisation (% s) up to at_ns */
+    _Atomic double memory_area;                    /* integral of memory (MB s) up to at_ns */
     _Atomic double ring_memory_mb[SONDE_GPU_RING]; /* reading k's memory at k % RING */
 } sonde_gpu_published_t;
 
 typedef struct sonde_gpu {
     /* Set by sonde_gpu_start, read-only afterwards. */
-    bool started;                 /* between start and free */
-    pid_t pid;                    /* the process that started it (a forked
+    bool started;     /* between start and free */
+    pid_t pid;        /* the process that started it (a forked
                                      child has no reader thread) */
-    int8_t requested;             /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
+    int8_t requested; /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
     bool verbose;
     sonde_ns_t poll_ns;
-    struct sonde_gpu_nvml *nvml;  /* owned; NULL without the library */
+    struct sonde_gpu_nvml *nvml; /* owned; NULL without the library */
     /* Written by the reader thread before it sets ready (release); read by
      * others only after seeing ready (acquire). */
-    char device_name[512];        /* the chosen devices' names, ", "-joined */
-    bool per_process;             /* this process tree's figures, not the devices' */
+    char device_name[512]; /* the chosen devices' names, ", "-joined */
+    bool per_process;      /* this process tree's figures, not the devices' */
     /* Shared. */
-    sonde_gpu_published_t pub;    /* written by the reader thread only */
-    atomic_bool ready;            /* devices chosen, a first reading published */
+    sonde_gpu_published_t pub; /* written by the reader thread only */
+    atomic_bool ready;         /* devices chosen, a first reading published */
     atomic_bool stop_requested;
-    int wake_fd;                  /* eventfd: stop */
+    int wake_fd; /* eventfd: stop */
     pthread_t thread;
-    atomic_int thread_tid;        /* the reader's kernel tid (0 before it runs) */
-    bool thread_started;          /* written by the starting/stopping thread */
-    bool paused;                  /* stopped for fork, to restart */
+    atomic_int thread_tid; /* the reader's kernel tid (0 before it runs) */
+    bool thread_started;   /* written by the starting/stopping thread */
+    bool paused;           /* stopped for fork, to restart */
     /* Written by the reader thread, read by others after joining it. */
-    bool setup_tried;             /* NVML and the devices were set up (or failed) */
-    bool finished;                /* the reader ended for good (no GPU, lost) */
+    bool setup_tried; /* NVML and the devices were set up (or failed) */
+    bool finished;    /* the reader ended for good (no GPU, lost) */
 } sonde_gpu_t;
 
 /* Loads NVML and starts the reader thread, unless opts->gpu is 0. Never
@@ -284,8 +282,7 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts);
  * after a gap gives the latest reading. Returns false when there is no
  * reading (then the cursor restarts). Lock-free and bounded: the sampler
  * thread calls it every tick. */
-bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor,
-                        sonde_gpu_reading_t *out);
+bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor, sonde_gpu_reading_t *out);
 /* Marks prof as having GPU figures (device names, per process or not)
  * when the reader found a GPU; otherwise leaves it alone. Returns 0 or
  * -ENOMEM. Any thread, any time after start. */

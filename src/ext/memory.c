@@ -245,10 +245,11 @@ static void memory_fill_line(const sonde_memory_t *m, const sonde_memory_line_t 
     mem->alloc_objects += acc->alloc_objects;
     mem->python_fraction = mem->malloc_mb > 0 ? python_mb / mem->malloc_mb : 0;
     if (mem->python_fraction > 1) mem->python_fraction = 1;
-    double avg_mb = acc->live_changes ? acc->live_sum_bytes / (double)acc->live_changes / MEMORY_MB
-                                      : 0;
+    double avg_mb =
+        acc->live_changes ? acc->live_sum_bytes / (double)acc->live_changes / MEMORY_MB : 0;
     if (avg_mb > mem->avg_mb) mem->avg_mb = avg_mb;
-    if (acc->peak_live_bytes / MEMORY_MB > mem->peak_mb) mem->peak_mb = acc->peak_live_bytes / MEMORY_MB;
+    if (acc->peak_live_bytes / MEMORY_MB > mem->peak_mb)
+        mem->peak_mb = acc->peak_live_bytes / MEMORY_MB;
     mem->live_mb += live / MEMORY_MB;
     mem->live_objects += acc->live_objects > 0 ? acc->live_objects : 0;
     mem->live_at_peak_mb += live_at_peak > 0 ? live_at_peak / MEMORY_MB : 0;

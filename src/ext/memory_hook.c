@@ -141,8 +141,10 @@ static uint64_t memory_alloc_unlocked(sonde_memory_t *m, const sonde_shim_event_
     memory_footprint_point_unlocked(m, key, ev, t);
     sonde_memory_line_t *line = key ? memory_line_unlocked(m, key) : NULL;
     sonde_memory_line_t *func = line ? memory_line_unlocked(m, SONDE_MEMORY_FUNC_KEY(key)) : NULL;
-    if (!key) m->unattributed_samples++;
-    else if (!line || !func) m->dropped++;
+    if (!key)
+        m->unattributed_samples++;
+    else if (!line || !func)
+        m->dropped++;
     if (line) {
         memory_charge(m, line, ev);
         if (ev->tracked)

@@ -27,8 +27,8 @@ char sonde_ext_pkg_dir[4096];
  * accepted and refused, with the same messages. The words are bytes
  * objects kept alive in a list. */
 typedef struct module_words {
-    PyObject *keep;  /* owned: list of bytes */
-    char **argv;     /* owned array; the strings are keep's */
+    PyObject *keep; /* owned: list of bytes */
+    char **argv;    /* owned array; the strings are keep's */
     int argc, cap;
 } module_words_t;
 
@@ -122,10 +122,22 @@ static int module_word_patterns(module_words_t *w, const char *option, PyObject 
 
 static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"interval", "outfile", "json", "virtual_time", "profile_all",
-                             "profile_only", "profile_exclude", "cpu_percent_threshold",
-                             "all_lines", "stacks", "memory", "malloc_threshold", "gpu",
-                             "verbose", "format", NULL};
+    static char *kwlist[] = {"interval",
+                             "outfile",
+                             "json",
+                             "virtual_time",
+                             "profile_all",
+                             "profile_only",
+                             "profile_exclude",
+                             "cpu_percent_threshold",
+                             "all_lines",
+                             "stacks",
+                             "memory",
+                             "malloc_threshold",
+                             "gpu",
+                             "verbose",
+                             "format",
+                             NULL};
     PyObject *interval = NULL, *threshold = NULL, *malloc_threshold = NULL;
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None, *gpu = Py_None;
     PyObject *format = Py_None;
@@ -149,8 +161,8 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     sonde_run_opts_default(&opts);
     if (!w.keep) return NULL;
     if ((interval && module_word_valued(&w, "--interval", interval) < 0) ||
-        (outfile != Py_None && (module_word_text(&w, "--output") < 0 ||
-                                module_word(&w, outfile) < 0)) ||
+        (outfile != Py_None &&
+         (module_word_text(&w, "--output") < 0 || module_word(&w, outfile) < 0)) ||
         (json && module_word_text(&w, "--json") < 0) ||
         (format != Py_None && module_word_valued(&w, "--format", format) < 0) ||
         (virtual_time && module_word_text(&w, "--virtual-time") < 0) ||
@@ -260,8 +272,7 @@ static PyMethodDef module_profile_methods[] = {
 };
 
 static PyTypeObject module_profile_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "sonde.profile",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde.profile",
     .tp_basicsize = sizeof(module_profile_t),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "profile(**options): a context manager that profiles its block.\n\n"
@@ -417,8 +428,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "sonde._sonde",
-    "sonde's implementation: a line-level sampling profiler for Python.", -1, module_methods,
+    PyModuleDef_HEAD_INIT,
+    "sonde._sonde",
+    "sonde's implementation: a line-level sampling profiler for Python.",
+    -1,
+    module_methods,
 };
 
 /* Finds the package directory from the path of this shared object. */

@@ -47,15 +47,15 @@ _Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen
 #include <unistd.h>
 
 typedef struct sonde_sampler_thread {
-    sonde_thread_key_t key;    /* (thread state, tid); first (threads.c) */
-    sonde_ns_t last_cpu_ns;    /* on CPU since the thread started */
-    sonde_ns_t last_runq_ns;   /* runnable but preempted, since it started */
+    sonde_thread_key_t key;  /* (thread state, tid); first (threads.c) */
+    sonde_ns_t last_cpu_ns;  /* on CPU since the thread started */
+    sonde_ns_t last_runq_ns; /* runnable but preempted, since it started */
     sonde_thread_wait_t last_wait;
-    uint64_t last_key;         /* where its last time went; 0 = unattributed */
-    int last_answer;           /* the native test's answer there (sampler_charge) */
-    bool last_in_call;         /* ... and whether it was on a call instruction */
-    bool last_valid;           /* last_key.. come from a stack read */
-    sonde_prim_thread_t os;    /* the kernel's view of the thread */
+    uint64_t last_key;      /* where its last time went; 0 = unattributed */
+    int last_answer;        /* the native test's answer there (sampler_charge) */
+    bool last_in_call;      /* ... and whether it was on a call instruction */
+    bool last_valid;        /* last_key.. come from a stack read */
+    sonde_prim_thread_t os; /* the kernel's view of the thread */
 } sonde_sampler_thread_t;
 
 /* ---- accumulation ------------------------------------------------------- */
@@ -73,8 +73,10 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, 
     if (!acc) return;
     if (run_ns && answer == 1) acc->native_answers++;
     if (run_ns && answer == 0) acc->python_answers++;
-    if (in_call) acc->unwatched_call_ns += unwatched_ns;
-    else acc->unwatched_ns += unwatched_ns;
+    if (in_call)
+        acc->unwatched_call_ns += unwatched_ns;
+    else
+        acc->unwatched_ns += unwatched_ns;
     if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
         double sec = (double)(run_ns + system_ns) / 1e9;
         acc->gpu_samples++;
@@ -111,10 +113,14 @@ static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampl
     }
     sonde_line_acc_t *acc = sonde_accum_line(&s->acc, t->last_key);
     if (!acc) return;
-    if (t->last_answer == 1) acc->native_ns += run_ns;
-    else if (t->last_answer == 0) acc->python_ns += run_ns;
-    else if (t->last_in_call) acc->unwatched_call_ns += run_ns;
-    else acc->unwatched_ns += run_ns;
+    if (t->last_answer == 1)
+        acc->native_ns += run_ns;
+    else if (t->last_answer == 0)
+        acc->python_ns += run_ns;
+    else if (t->last_in_call)
+        acc->unwatched_call_ns += run_ns;
+    else
+        acc->unwatched_ns += run_ns;
 }
 
 /* ---- threads ------------------------------------------------------------------ */
@@ -126,8 +132,8 @@ static void sampler_thread_release(void *entry)
     sonde_prim_thread_close(&t->os);
 }
 
-static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t tstate,
-                                                    pid_t tid, bool *is_new)
+static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
+                                                    bool *is_new)
 {
     sonde_sampler_thread_t *t = sonde_threadreg_get(&s->threads, tstate, tid, is_new);
     if (t && *is_new) {
@@ -144,17 +150,17 @@ static sonde_sampler_thread_t *sampler_thread_entry(sonde_sampler_t *s, uint64_t
  * as Python time to that line. gc.callbacks calls sampler_gc_callback at
  * the start and the stop of every collection, in the collecting thread,
  * with the GIL; the sampler reads these without it. */
-static atomic_uint_fast64_t sampler_gc_starts;  /* collections started */
-static atomic_bool sampler_gc_running;          /* one is running now */
-static atomic_uint_fast64_t sampler_gc_tstate;  /* the collecting thread's state */
-static PyObject *sampler_gc_hook;               /* owned; our gc.callbacks entry, or NULL */
+static atomic_uint_fast64_t sampler_gc_starts; /* collections started */
+static atomic_bool sampler_gc_running;         /* one is running now */
+static atomic_uint_fast64_t sampler_gc_tstate; /* the collecting thread's state */
+static PyObject *sampler_gc_hook;              /* owned; our gc.callbacks entry, or NULL */
 static int sampler_test_cpu = -1; /* SONDE_TEST_SAMPLER_CPU: tests pin the sampler there */
 
 static PyObject *sampler_gc_callback(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *phase = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
-                                                                         : NULL;
+    PyObject *phase =
+        PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
     if (phase && PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0) {
         sonde_atomic_store_relaxed(&sampler_gc_tstate, (uint64_t)(uintptr_t)PyThreadState_Get());
         sonde_atomic_add_seq_cst(&sampler_gc_starts, 1);
@@ -165,8 +171,7 @@ static PyObject *sampler_gc_callback(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyMethodDef sampler_gc_def = {"_sonde_gc_callback", sampler_gc_callback, METH_VARARGS,
-                                     NULL};
+static PyMethodDef sampler_gc_def = {"_sonde_gc_callback", sampler_gc_callback, METH_VARARGS, NULL};
 
 /* Adds our entry to gc.callbacks (once). Without it, collections are
  * judged like any other C code. Never raises. */
@@ -268,7 +273,8 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
             /* Moved: bytecode, unless it had stayed long enough for the
              * move to be the end of C work (then unsure, not Python: else
              * every native stretch would lose its last looks' worth). */
-            return looks >= SAMPLER_NATIVE_UNSURE_LOOKS && last_cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS
+            return looks >= SAMPLER_NATIVE_UNSURE_LOOKS &&
+                           last_cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS
                        ? -1
                        : 0;
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
@@ -300,14 +306,13 @@ static int sampler_locate(sonde_sampler_t *s, sonde_sampler_thread_t *t, uint64_
         return rc;
     }
     if (w->have_innermost)
-        *answer = running ? sampler_stays_native(s, tstate, tid, w)
-                          : (w->innermost.in_call ? 1 : -1);
+        *answer =
+            running ? sampler_stays_native(s, tstate, tid, w) : (w->innermost.in_call ? 1 : -1);
     return 0;
 }
 
 /* One thread's share of a tick. */
-static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt,
-                                sonde_ns_t wall_ns)
+static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, sonde_ns_t wall_ns)
 {
     if (pt->native_tid <= 0) return;
     bool is_new = false;
@@ -386,7 +391,8 @@ static void sampler_tick(sonde_sampler_t *s)
         return;
     }
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
-    for (int i = 0; i < n; i++) sampler_tick_thread(s, &threads[i], wall_ns);
+    for (int i = 0; i < n; i++)
+        sampler_tick_thread(s, &threads[i], wall_ns);
     sonde_threadreg_sweep(&s->threads);
     if (!s->first_tick) s->ticks++;
     s->first_tick = false;

@@ -20,24 +20,24 @@
 #include <unistd.h>
 
 typedef struct sonde_session {
-    bool active;                 /* between start and stop (GIL) */
-    bool from_run;               /* started by `sonde run` */
-    atomic_int reported;         /* 0 until the report was claimed */
-    pid_t pid;                   /* process that owns the session */
-    sonde_run_opts_t opts;       /* copy: numbers, flags and the format; its
+    bool active;           /* between start and stop (GIL) */
+    bool from_run;         /* started by `sonde run` */
+    atomic_int reported;   /* 0 until the report was claimed */
+    pid_t pid;             /* process that owns the session */
+    sonde_run_opts_t opts; /* copy: numbers, flags and the format; its
                                     string fields are NULL but outfile, which
                                     points to the owned copy below */
-    char *outfile;               /* owned; absolute when the session started */
-    char *program;               /* owned */
-    char **argv;                 /* owned */
+    char *outfile;         /* owned; absolute when the session started */
+    char *program;         /* owned */
+    char **argv;           /* owned */
     int argc;
     char python_version[32];
-    char *cwd;                   /* owned; "" when unknown */
-    char *viewer_dir;            /* owned; <package>/viewer, for html */
+    char *cwd;        /* owned; "" when unknown */
+    char *viewer_dir; /* owned; <package>/viewer, for html */
     sonde_filter_t filter;
     sonde_sampler_t sampler;
-    sonde_memory_t memory;       /* --memory (memory.c); zero when off */
-    sonde_gpu_t gpu;             /* GPU reader (gpu.c); idle without a GPU */
+    sonde_memory_t memory; /* --memory (memory.c); zero when off */
+    sonde_gpu_t gpu;       /* GPU reader (gpu.c); idle without a GPU */
     bool sigterm_installed;
     struct sigaction old_sigterm;
 } sonde_session_t;
@@ -45,7 +45,10 @@ typedef struct sonde_session {
 static sonde_session_t session;
 static bool session_atexit_registered;
 
-bool sonde_session_from_run(void) { return session.active && session.from_run; }
+bool sonde_session_from_run(void)
+{
+    return session.active && session.from_run;
+}
 
 /* ---- the report ---------------------------------------------------------------- */
 
@@ -194,8 +197,8 @@ static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 
 static PyMethodDef session_before_fork_def = {"_sonde_before_fork", session_before_fork,
                                               METH_NOARGS, NULL};
-static PyMethodDef session_after_fork_def = {"_sonde_after_fork_parent",
-                                             session_after_fork_parent, METH_NOARGS, NULL};
+static PyMethodDef session_after_fork_def = {"_sonde_after_fork_parent", session_after_fork_parent,
+                                             METH_NOARGS, NULL};
 static bool session_fork_registered;
 
 /* Registers the fork hooks once per process. Returns 0 or -1 with an
@@ -209,8 +212,8 @@ static int session_register_fork(void)
     PyObject *after = PyCFunction_New(&session_after_fork_def, NULL);
     PyObject *kwargs = Py_BuildValue("{s:O,s:O}", "before", before, "after_in_parent", after);
     PyObject *args = PyTuple_New(0);
-    PyObject *res = (reg && before && after && kwargs && args) ? PyObject_Call(reg, args, kwargs)
-                                                               : NULL;
+    PyObject *res =
+        (reg && before && after && kwargs && args) ? PyObject_Call(reg, args, kwargs) : NULL;
     Py_XDECREF(res);
     Py_XDECREF(args);
     Py_XDECREF(kwargs);
@@ -246,7 +249,7 @@ static int session_register_atexit(void)
  * session's process it writes the report (without flushing the program's
  * streams) and then calls the real os._exit; in a forked child it only
  * calls it. */
-static PyObject *session_real_os_exit; /* owned, kept for the process's life */
+static PyObject *session_real_os_exit;    /* owned, kept for the process's life */
 static PyObject *session_os_exit_wrapper; /* owned */
 
 static int session_stop(bool flush_streams);
@@ -317,7 +320,8 @@ static void session_clear(sonde_session_t *s)
     free(s->cwd);
     free(s->viewer_dir);
     s->cwd = s->viewer_dir = NULL;
-    for (int i = 0; i < s->argc; i++) free(s->argv[i]);
+    for (int i = 0; i < s->argc; i++)
+        free(s->argv[i]);
     free(s->argv);
     s->outfile = s->program = NULL;
     s->argv = NULL;
@@ -447,7 +451,10 @@ static void session_flush_python_streams(void)
     }
 }
 
-int sonde_session_stop_gil(void) { return session_stop(true); }
+int sonde_session_stop_gil(void)
+{
+    return session_stop(true);
+}
 
 /* Stops the session and writes the report; flush_streams: flush
  * sys.stdout and sys.stderr first (not for os._exit). */
@@ -470,16 +477,14 @@ static int session_stop(bool flush_streams)
     if (s->pid == getpid() && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
         const char *what = "";
         if (flush_streams) session_flush_python_streams();
-        Py_BEGIN_ALLOW_THREADS
-        rc = session_report(s, &what);
-        Py_END_ALLOW_THREADS
-        if (rc < 0) {
+        Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);
+        Py_END_ALLOW_THREADS if (rc < 0)
+        {
             if (s->from_run)
                 session_report_error(s, what, rc);
             else
                 PyErr_Format(PyExc_OSError, "sonde: cannot %s%s%s: %s", what,
-                             s->outfile ? " to " : "", s->outfile ? s->outfile : "",
-                             strerror(-rc));
+                             s->outfile ? " to " : "", s->outfile ? s->outfile : "", strerror(-rc));
         }
     }
     session_clear(s);

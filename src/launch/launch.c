@@ -15,8 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err,
-                       size_t err_len)
+int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err, size_t err_len)
 {
     if (prog->script) {
         struct stat st;
@@ -44,8 +43,7 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
     if (outfile) {
         int rc = sonde_check_output(outfile);
         if (rc < 0) {
-            snprintf(err, err_len, "cannot write the report to '%s': %s", outfile,
-                     strerror(-rc));
+            snprintf(err, err_len, "cannot write the report to '%s': %s", outfile, strerror(-rc));
             return rc;
         }
     }
@@ -155,9 +153,11 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
     if (prog->module) {
         argv[k++] = "-m";
         argv[k++] = (char *)prog->module;
-        for (int i = 1; i < prog->argc; i++) argv[k++] = prog->argv[i];
+        for (int i = 1; i < prog->argc; i++)
+            argv[k++] = prog->argv[i];
     } else {
-        for (int i = 0; i < prog->argc; i++) argv[k++] = prog->argv[i];
+        for (int i = 0; i < prog->argc; i++)
+            argv[k++] = prog->argv[i];
     }
     argv[k] = NULL;
     fflush(NULL);

@@ -17,15 +17,15 @@
 
 #include "options.h"
 
-#define SONDE_ENV_OPTIONS     "SONDE_RUN_OPTIONS"     /* the mode's options, encoded */
-#define SONDE_ENV_BOOT_PATHS  "SONDE_BOOT_PATHS"      /* entries we put on PYTHONPATH, ':'-separated */
-#define SONDE_ENV_PYTHONPATH  "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
-#define SONDE_ENV_HAD_PYPATH  "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
-#define SONDE_ENV_PROGRAM     "SONDE_RUN_PROGRAM"     /* script path, or "-m module" */
-#define SONDE_ENV_MODE        "SONDE_RUN_MODE"        /* "run" or "trace" */
-#define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD"  /* "1" if LD_PRELOAD was set (--memory) */
-#define SONDE_ENV_PRELOAD     "SONDE_ORIG_LD_PRELOAD" /* the user's LD_PRELOAD (--memory) */
-#define SONDE_SHIM_NAME       "libsonde_shim.so"      /* the allocator shim, in the package */
+#define SONDE_ENV_OPTIONS "SONDE_RUN_OPTIONS"   /* the mode's options, encoded */
+#define SONDE_ENV_BOOT_PATHS "SONDE_BOOT_PATHS" /* entries we put on PYTHONPATH, ':'-separated */
+#define SONDE_ENV_PYTHONPATH "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
+#define SONDE_ENV_HAD_PYPATH "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
+#define SONDE_ENV_PROGRAM "SONDE_RUN_PROGRAM"        /* script path, or "-m module" */
+#define SONDE_ENV_MODE "SONDE_RUN_MODE"              /* "run" or "trace" */
+#define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD" /* "1" if LD_PRELOAD was set (--memory) */
+#define SONDE_ENV_PRELOAD "SONDE_ORIG_LD_PRELOAD"    /* the user's LD_PRELOAD (--memory) */
+#define SONDE_SHIM_NAME "libsonde_shim.so"           /* the allocator shim, in the package */
 
 /* What to run: a script or a module, and its arguments. */
 typedef struct sonde_program {
@@ -40,8 +40,7 @@ typedef struct sonde_program {
  * exists and is readable (or is a directory with __main__.py), the
  * outfile (if any) can be written. Returns 0, or -errno with a one-line
  * message in err (no "sonde: " prefix). */
-int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err,
-                       size_t err_len);
+int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err, size_t err_len);
 
 /* Replaces the process with the interpreter running the program under the
  * given mode ("run" or "trace"; the boot hook dispatches on it). options

@@ -37,12 +37,14 @@ int sonde_netstring_next(const char **p, const char *end, const char **item, siz
 
 void sonde_netstring_put_words(sonde_buf_t *out, char *const *words, int n)
 {
-    for (int i = 0; i < n; i++) sonde_netstring_put(out, words[i], strlen(words[i]));
+    for (int i = 0; i < n; i++)
+        sonde_netstring_put(out, words[i], strlen(words[i]));
 }
 
 void sonde_netstring_free_words(char **words)
 {
-    for (size_t i = 0; words && words[i]; i++) free(words[i]);
+    for (size_t i = 0; words && words[i]; i++)
+        free(words[i]);
     free(words);
 }
 

@@ -78,7 +78,6 @@ const char sonde_run_usage[] =
     "calling line of a profiled file. The colour report is used only on a\n"
     "terminal and never when NO_COLOR is set.\n";
 
-
 void sonde_run_opts_default(sonde_run_opts_t *opts)
 {
     memset(opts, 0, sizeof *opts);
@@ -178,8 +177,7 @@ static int opts_set_malloc_threshold(sonde_run_opts_t *opts, const char *text)
 
 /* Adds the patterns of a comma list (empty items skipped), as owned
  * copies. Returns 0, -EINVAL (none, or too many) or -ENOMEM. */
-static int opts_add_patterns(sonde_run_opts_t *opts, const char *list, const char **out,
-                             int *count)
+static int opts_add_patterns(sonde_run_opts_t *opts, const char *list, const char **out, int *count)
 {
     int before = *count;
     for (const char *p = list ? list : ""; *p;) {
@@ -274,8 +272,7 @@ static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *v
     int rc = found;
     if (rc > 0)
         rc = only ? opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only)
-                  : opts_add_patterns(opts, value, opts->profile_exclude,
-                                      &opts->n_profile_exclude);
+                  : opts_add_patterns(opts, value, opts->profile_exclude, &opts->n_profile_exclude);
     if (rc == -ENOMEM) {
         opts_error(err, err_len, "out of memory");
         return rc;
@@ -294,15 +291,24 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     const char *arg = argv[*i];
     const char *value = NULL;
     int rc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) opts->help = true;
-    else if (strcmp(arg, "--virtual-time") == 0) opts->virtual_time = true;
-    else if (strcmp(arg, "--profile-all") == 0) opts->profile_all = true;
-    else if (strcmp(arg, "--all-lines") == 0) opts->all_lines = true;
-    else if (strcmp(arg, "--stacks") == 0) opts->stacks = true;
-    else if (strcmp(arg, "--memory") == 0) opts->memory = true;
-    else if (strcmp(arg, "--gpu") == 0) opts->gpu = 1;
-    else if (strcmp(arg, "--no-gpu") == 0) opts->gpu = 0;
-    else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) opts->verbose = true;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+        opts->help = true;
+    else if (strcmp(arg, "--virtual-time") == 0)
+        opts->virtual_time = true;
+    else if (strcmp(arg, "--profile-all") == 0)
+        opts->profile_all = true;
+    else if (strcmp(arg, "--all-lines") == 0)
+        opts->all_lines = true;
+    else if (strcmp(arg, "--stacks") == 0)
+        opts->stacks = true;
+    else if (strcmp(arg, "--memory") == 0)
+        opts->memory = true;
+    else if (strcmp(arg, "--gpu") == 0)
+        opts->gpu = 1;
+    else if (strcmp(arg, "--no-gpu") == 0)
+        opts->gpu = 0;
+    else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0)
+        opts->verbose = true;
     else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--html") == 0)
         return opts_choose_format(opts, arg + 2, arg, format_word, err, err_len);
     else if ((rc = opts_valued(argc, argv, i, opts_format, "-f", &value)) != 0) {
@@ -310,8 +316,7 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
         return opts_choose_format(opts, value, arg, format_word, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
-            return opts_error(err, err_len,
-                              "%.*s needs a byte count between 64K and 1G, got '%s'",
+            return opts_error(err, err_len, "%.*s needs a byte count between 64K and 1G, got '%s'",
                               (int)strcspn(arg, "="), arg, value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_interval(opts, value) < 0)
@@ -338,8 +343,8 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     return 0;
 }
 
-int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv,
-                         bool need_program, char *err, size_t err_len)
+int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bool need_program,
+                         char *err, size_t err_len)
 {
     const char *format_word = NULL;
     int i = 0;

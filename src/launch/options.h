@@ -28,10 +28,10 @@ struct sonde_buf;
 struct sonde_run_opts_string; /* private to options.c */
 
 typedef struct sonde_run_opts {
-    double interval_sec;          /* sampling interval (--interval), > 0 */
-    bool virtual_time;            /* --virtual-time: CPU time only */
-    bool profile_all;             /* --profile-all */
-    const char *profile_only[SONDE_MAX_PATTERNS];    /* in owned storage */
+    double interval_sec;                          /* sampling interval (--interval), > 0 */
+    bool virtual_time;                            /* --virtual-time: CPU time only */
+    bool profile_all;                             /* --profile-all */
+    const char *profile_only[SONDE_MAX_PATTERNS]; /* in owned storage */
     int n_profile_only;
     const char *profile_exclude[SONDE_MAX_PATTERNS]; /* in owned storage */
     int n_profile_exclude;
@@ -49,9 +49,9 @@ typedef struct sonde_run_opts {
      * else the output file's ending, else text. Never NULL after a
      * successful parse or decode. */
     const struct sonde_format *format;
-    const char *outfile;          /* -o/--output (alias --outfile), borrowed from
+    const char *outfile; /* -o/--output (alias --outfile), borrowed from
                                      argv or owned; NULL = stderr */
-    bool help;                    /* -h/--help was given */
+    bool help;           /* -h/--help was given */
     /* What to run: exactly one of script and module after a successful parse
      * (unless help). argv of the program: prog_argv[0..prog_argc-1] with
      * prog_argv[0] the script path or the module name. Borrowed. */
@@ -59,7 +59,7 @@ typedef struct sonde_run_opts {
     const char *module;
     char *const *prog_argv;
     int prog_argc;
-    int n_option_tokens;          /* argv tokens that were sonde's options */
+    int n_option_tokens;                 /* argv tokens that were sonde's options */
     struct sonde_run_opts_string *owned; /* owned: the copies the fields above
                                             may point into (sonde_run_opts_free) */
 } sonde_run_opts_t;
@@ -78,8 +78,8 @@ void sonde_run_opts_free(sonde_run_opts_t *opts);
  * patterns. Returns 0, or -EINVAL (-ENOMEM) with a one-line message in err
  * (no "sonde: " prefix, no newline). Call sonde_run_opts_free afterwards
  * in every case. */
-int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv,
-                         bool need_program, char *err, size_t err_len);
+int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bool need_program,
+                         char *err, size_t err_len);
 
 /* The hand-over of a parsed run to the interpreter (SONDE_RUN_OPTIONS):
  * the options as a sequence of netstrings ("<length>:<bytes>,"), key then

@@ -331,8 +331,8 @@ sonde_func_stats_t *sonde_profile_func(sonde_profile_t *prof, const char *path,
     sonde_file_stats_t *file = sonde_profile_file(prof, path);
     if (!file) return NULL;
     bool found = false;
-    size_t at = model_find_func(file, func_firstlineno, func_name ? func_name : MODEL_MODULE_NAME,
-                                &found);
+    size_t at =
+        model_find_func(file, func_firstlineno, func_name ? func_name : MODEL_MODULE_NAME, &found);
     return found ? &file->funcs[at] : NULL;
 }
 

@@ -31,18 +31,18 @@ void sonde_timeline_free(sonde_timeline_t *tl);
  * the bytes and the allocations it stands for (docs/json-format.md); "live"
  * means allocated by the line and not freed yet, wherever freed. */
 typedef struct sonde_line_memory {
-    double malloc_mb;           /* MB allocated by the line (alloc_space) */
-    uint64_t mallocs;           /* allocation samples taken at the line */
-    double alloc_objects;       /* allocations made (estimated: alloc_objects) */
-    double python_fraction;     /* share of malloc_mb that was Python's allocators */
-    double avg_mb, peak_mb;     /* the line's live MB: average over its changes, peak */
-    double live_mb;             /* live MB at the end (inuse_space) */
-    double live_objects;        /* live allocations at the end (inuse_objects) */
-    double live_at_peak_mb;     /* live MB when the program's live heap peaked */
-    double copy_mb;             /* MB copied (memcpy/memmove) by the line */
-    sonde_timeline_t timeline;  /* owned; the line's live MB over time */
-    double leak_likelihood;     /* 0..1; 0 when the line is not a leak suspect */
-    double leak_velocity_mb_s;  /* estimated leak rate when a suspect */
+    double malloc_mb;          /* MB allocated by the line (alloc_space) */
+    uint64_t mallocs;          /* allocation samples taken at the line */
+    double alloc_objects;      /* allocations made (estimated: alloc_objects) */
+    double python_fraction;    /* share of malloc_mb that was Python's allocators */
+    double avg_mb, peak_mb;    /* the line's live MB: average over its changes, peak */
+    double live_mb;            /* live MB at the end (inuse_space) */
+    double live_objects;       /* live allocations at the end (inuse_objects) */
+    double live_at_peak_mb;    /* live MB when the program's live heap peaked */
+    double copy_mb;            /* MB copied (memcpy/memmove) by the line */
+    sonde_timeline_t timeline; /* owned; the line's live MB over time */
+    double leak_likelihood;    /* 0..1; 0 when the line is not a leak suspect */
+    double leak_velocity_mb_s; /* estimated leak rate when a suspect */
 } sonde_line_memory_t;
 
 /* GPU figures of a line; zero without a GPU. Each sample with a GPU
@@ -50,11 +50,11 @@ typedef struct sonde_line_memory {
  * weighted by the time the sample charged to the line, so that
  * util_sum / sec is the line's time-weighted mean utilisation. */
 typedef struct sonde_line_gpu {
-    double util_sum;            /* sum of utilisation % x seconds charged */
-    uint64_t samples;           /* samples with a GPU reading */
-    double mem_sum_mb;          /* sum of GPU memory in use (MB) x seconds */
-    double peak_mem_mb;         /* highest GPU memory seen on the line */
-    double sec;                 /* seconds those samples charged (the weights) */
+    double util_sum;    /* sum of utilisation % x seconds charged */
+    uint64_t samples;   /* samples with a GPU reading */
+    double mem_sum_mb;  /* sum of GPU memory in use (MB) x seconds */
+    double peak_mem_mb; /* highest GPU memory seen on the line */
+    double sec;         /* seconds those samples charged (the weights) */
 } sonde_line_gpu_t;
 
 /* What a profile misses: every count that makes it partial, in one place
@@ -93,81 +93,81 @@ typedef struct sonde_func_stats {
     int firstlineno; /* line of the def */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
-    sonde_line_gpu_t gpu; /* summed over its lines (peak: their highest) */
+    sonde_line_gpu_t gpu;    /* summed over its lines (peak: their highest) */
     sonde_line_memory_t mem; /* over its lines' memory samples (no timeline,
                                 no leak figures: those are per line) */
 } sonde_func_stats_t;
 
 typedef struct sonde_file_stats {
-    char *path;               /* owned; as the interpreter names the file */
+    char *path;                /* owned; as the interpreter names the file */
     sonde_line_stats_t *lines; /* owned; sorted by lineno after finish */
     size_t n_lines, cap_lines;
     sonde_func_stats_t *funcs; /* owned; sorted by firstlineno after finish */
     size_t n_funcs, cap_funcs;
-    char **source;            /* owned; source[i] is line i+1 without its
+    char **source; /* owned; source[i] is line i+1 without its
                                  newline; NULL when the file is unreadable */
     size_t n_source;
-    sonde_ns_t total_ns;      /* sum over the file's lines */
+    sonde_ns_t total_ns; /* sum over the file's lines */
 } sonde_file_stats_t;
 
 typedef struct sonde_profile {
-    char *program;            /* owned; what was profiled (script or module) */
-    char **argv;              /* owned; its arguments, argc entries: the
+    char *program; /* owned; what was profiled (script or module) */
+    char **argv;   /* owned; its arguments, argc entries: the
                                  program's sys.argv, argv[0] (the script as
                                  Python saw it) first; reports show
                                  argv[1..] as the arguments */
     int argc;
-    char *python_version;     /* owned; "3.11.7" */
-    double elapsed_sec;       /* wall-clock time while profiling */
-    double interval_sec;      /* sampling interval */
-    bool virtual_time;        /* only CPU time was sampled */
-    uint64_t samples;         /* sampler ticks taken */
+    char *python_version;       /* owned; "3.11.7" */
+    double elapsed_sec;         /* wall-clock time while profiling */
+    double interval_sec;        /* sampling interval */
+    bool virtual_time;          /* only CPU time was sampled */
+    uint64_t samples;           /* sampler ticks taken */
     sonde_ns_t unattributed_ns; /* time with no profiled frame on the stack */
     sonde_partial_t partial;    /* what the profile misses; zeros when complete */
-    sonde_file_stats_t *files; /* owned; sorted by path after finish */
+    sonde_file_stats_t *files;  /* owned; sorted by path after finish */
     size_t n_files, cap_files;
-    sonde_ns_t total_ns;       /* sum over all files */
+    sonde_ns_t total_ns; /* sum over all files */
 
     /* Memory (sonde run --memory). */
     bool has_memory;
-    double max_footprint_mb;     /* the program's peak footprint */
-    double heap_peak_mb;         /* the peak of the sampled live heap (the sum
+    double max_footprint_mb;  /* the program's peak footprint */
+    double heap_peak_mb;      /* the peak of the sampled live heap (the sum
                                     of the lines' live_at_peak_mb, and of
                                     what no profiled line allocated) */
-    char *max_footprint_file;    /* owned; the line at the peak, or NULL */
+    char *max_footprint_file; /* owned; the line at the peak, or NULL */
     int max_footprint_lineno;
-    sonde_timeline_t footprint;  /* owned; the program's footprint over time */
+    sonde_timeline_t footprint; /* owned; the program's footprint over time */
 
     /* GPU. */
     bool has_gpu;
-    char *gpu_device;            /* owned; device name(s) */
-    bool gpu_per_process;        /* figures are this process tree's own */
+    char *gpu_device;     /* owned; device name(s) */
+    bool gpu_per_process; /* figures are this process tree's own */
 
     /* Call stacks (sonde attach/record, sonde run --stacks): unique stacks
      * with their weights, over interned frames. See stacks.c. */
     struct sonde_stack_frame *frames; /* owned; interned */
     size_t n_frames, cap_frames;
-    struct sonde_stack *stacks;       /* owned */
+    struct sonde_stack *stacks; /* owned */
     size_t n_stacks, cap_stacks;
     struct sonde_stack_index *stack_index; /* owned; lookup, private */
-    char **thread_names;              /* owned; thread i's name (stacks' thread) */
+    char **thread_names;                   /* owned; thread i's name (stacks' thread) */
     size_t n_threads;
 } sonde_profile_t;
 
 /* One interned frame of a call stack. */
 typedef struct sonde_stack_frame {
-    char *func;  /* owned; function (qualified name where known) */
-    char *file;  /* owned */
-    int line;    /* line being executed in that frame */
+    char *func; /* owned; function (qualified name where known) */
+    char *file; /* owned */
+    int line;   /* line being executed in that frame */
 } sonde_stack_frame_t;
 
 /* One unique stack (per thread when stacks are kept per thread). */
 typedef struct sonde_stack {
     uint32_t *frames; /* owned; indices into prof->frames, root first */
     uint32_t depth;
-    int thread;       /* index into thread_names, or -1 when merged */
+    int thread; /* index into thread_names, or -1 when merged */
     uint64_t samples;
-    sonde_ns_t ns;    /* time the stack stood for */
+    sonde_ns_t ns; /* time the stack stood for */
 } sonde_stack_t;
 
 /* Initialises an empty profile. */
@@ -189,9 +189,8 @@ int sonde_profile_set_run(sonde_profile_t *prof, const char *program, int argc,
  * and functions stay sorted as they are added.
  * Returns 0, -EINVAL (path NULL) or -ENOMEM (the profile is unchanged on
  * error). */
-int sonde_profile_add(sonde_profile_t *prof, const char *path,
-                      const char *func_name, int func_firstlineno, int lineno,
-                      sonde_ns_t python_ns, sonde_ns_t native_ns,
+int sonde_profile_add(sonde_profile_t *prof, const char *path, const char *func_name,
+                      int func_firstlineno, int lineno, sonde_ns_t python_ns, sonde_ns_t native_ns,
                       sonde_ns_t system_ns, uint64_t samples);
 
 /* Finds or creates the entry of a line (and its function, as

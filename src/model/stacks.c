@@ -29,7 +29,8 @@ static uint64_t stacks_mix(uint64_t h, uint64_t v)
 
 static uint64_t stacks_str_hash(uint64_t h, const char *s)
 {
-    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
     return stacks_mix(h, 0xff);
 }
 
@@ -43,7 +44,8 @@ static uint64_t stacks_frame_hash(const char *func, const char *file, int line)
 static uint64_t stacks_stack_hash(const uint32_t *frames, uint32_t depth, int thread)
 {
     uint64_t h = stacks_mix(0x51afd7ed558ccd1ull, (uint64_t)(int64_t)thread);
-    for (uint32_t i = 0; i < depth; i++) h = stacks_mix(h, frames[i]);
+    for (uint32_t i = 0; i < depth; i++)
+        h = stacks_mix(h, frames[i]);
     return stacks_mix(h, depth) | 1;
 }
 
@@ -88,7 +90,8 @@ static int stacks_index_reserve(sonde_profile_t *prof)
     for (size_t i = 0; i < ix->cap; i++) {
         if (!ix->slots[i]) continue;
         size_t j = stacks_slot_hash(prof, ix->slots[i]) & (cap - 1);
-        while (slots[j]) j = (j + 1) & (cap - 1);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
         slots[j] = ix->slots[i];
     }
     free(ix->slots);
@@ -209,11 +212,13 @@ void sonde__stacks_free(sonde_profile_t *prof)
         free(prof->frames[i].file);
     }
     free(prof->frames);
-    for (size_t i = 0; i < prof->n_stacks; i++) free(prof->stacks[i].frames);
+    for (size_t i = 0; i < prof->n_stacks; i++)
+        free(prof->stacks[i].frames);
     free(prof->stacks);
     if (prof->stack_index) free(prof->stack_index->slots);
     free(prof->stack_index);
-    for (size_t i = 0; i < prof->n_threads; i++) free(prof->thread_names[i]);
+    for (size_t i = 0; i < prof->n_threads; i++)
+        free(prof->thread_names[i]);
     free(prof->thread_names);
     prof->frames = NULL;
     prof->stacks = NULL;

@@ -90,7 +90,10 @@ void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd)
     }
 }
 
-pid_t sonde_prim_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+pid_t sonde_prim_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
 
 int sonde_prim_wake_open(void)
 {

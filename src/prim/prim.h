@@ -67,8 +67,8 @@ typedef enum sonde_thread_wait {
  * /proc/self/task/TID open between calls. */
 typedef struct sonde_prim_thread {
     pid_t tid;
-    int sched_fd;   /* schedstat, -1 = not open */
-    int syscall_fd; /* syscall, -1 = not open */
+    int sched_fd;      /* schedstat, -1 = not open */
+    int syscall_fd;    /* syscall, -1 = not open */
     bool no_schedstat; /* the kernel has no schedstat: CPU clock only */
 } sonde_prim_thread_t;
 

@@ -294,7 +294,8 @@ static void code_read_monitoring(sonde_pyproc_t *proc, const uint8_t *header, co
     uint64_t per_instr = code_rd64(data, off->monitoring_per_instruction_opcodes);
     if (has_line && lines) {
         size_t stride = off->line_data_size > 0 ? (size_t)off->line_data_size : 0;
-        uint64_t entries = lines + (uint64_t)(off->line_data_entries > 0 ? off->line_data_entries : 0);
+        uint64_t entries =
+            lines + (uint64_t)(off->line_data_entries > 0 ? off->line_data_entries : 0);
         uint8_t first = 0;
         if (sonde_mem_read(&proc->mem, lines, &first, 1) != 0) first = 0;
         if (off->line_data_bytes_per_entry >= 0 ||

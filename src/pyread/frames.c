@@ -37,7 +37,6 @@
  * sampler checks it against the headers it is built with). */
 #define FRAME_GEN_BEFORE_LASTI 8
 
-
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
     uint64_t value = 0;
@@ -127,7 +126,8 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
     if (it->next_frame == 0 && gen_at >= 0 && frames_rd64(span, gen_at - lo) != 0)
         it->detached = true;
     /* 3.14+: a _PyStackRef; its tag bits cleared as PyStackRef_AsPyObjectBorrow does */
-    uint64_t code_addr = frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;
+    uint64_t code_addr =
+        frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;
     /* 3.14+: a frame being popped has f_executable cleared to the NULL
      * stack reference (tag bits only) before tstate->current_frame leaves
      * it: a sampler racing the return sees it; its caller is the sample */

@@ -131,8 +131,8 @@ static int mem_read_procmem(sonde_mem_t *mem, uint64_t addr, void *buf, size_t l
 #define MEM_PAGE_SIZE 4096ull
 
 struct sonde_mem_pages {
-    bool active;                           /* between begin and end */
-    int n;                                 /* pages held */
+    bool active;                             /* between begin and end */
+    int n;                                   /* pages held */
     uint64_t addr[SONDE_MEM_SNAPSHOT_PAGES]; /* page address; bit 0 set: unreadable */
     uint8_t data[SONDE_MEM_SNAPSHOT_PAGES][MEM_PAGE_SIZE];
 };

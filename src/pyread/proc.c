@@ -446,8 +446,7 @@ void sonde_pyproc_close(sonde_pyproc_t *proc)
 int sonde_pyversion_unsupported_text(char *out, size_t cap, int major, int minor, int micro)
 {
     if (major <= 0)
-        return snprintf(out, cap,
-                        "a Python version sonde does not support (it reads CPython %s)",
+        return snprintf(out, cap, "a Python version sonde does not support (it reads CPython %s)",
                         SONDE_PY_RANGE_TEXT);
     if (SONDE_PY_SUPPORTED(major, minor))
         return snprintf(out, cap,

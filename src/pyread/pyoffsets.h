@@ -97,7 +97,7 @@ struct sonde_pyoffsets {
     int32_t cframe_current_frame;    /* _PyCFrame.current_frame (3.11, 3.12) */
 
     /* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
-    int32_t frame_back;         /* f_back / previous */
+    int32_t frame_back;          /* f_back / previous */
     int32_t frame_code;          /* f_code / f_executable */
     int32_t frame_code_tag_bits; /* 3.14+: f_executable is a _PyStackRef whose
                                     low bits (Py_TAG_BITS) are tags; else 0 */
@@ -124,12 +124,12 @@ struct sonde_pyoffsets {
      * INSTRUMENTED_INSTRUCTION to the opcode they hide */
     int32_t monitoring_lines;                   /* _PyCoLineInstrumentationData * */
     int32_t monitoring_per_instruction_opcodes; /* uint8_t * */
-    int32_t line_data_size;            /* sizeof(_PyCoLineInstrumentationData)
+    int32_t line_data_size;                     /* sizeof(_PyCoLineInstrumentationData)
                                           (3.12, 3.13); -1 when the data says
                                           (3.14+: line_data_bytes_per_entry) */
-    int32_t line_data_original_opcode; /* in one entry */
-    int32_t line_data_bytes_per_entry; /* 3.14+: offset of the uint8 entry size */
-    int32_t line_data_entries;         /* offset of the first entry (3.12+) */
+    int32_t line_data_original_opcode;          /* in one entry */
+    int32_t line_data_bytes_per_entry;          /* 3.14+: offset of the uint8 entry size */
+    int32_t line_data_entries;                  /* offset of the first entry (3.12+) */
 
     /* PyBytesObject */
     int32_t bytes_ob_size;

@@ -28,16 +28,16 @@
 
 /* A memory source: this process (pid 0) or another one. */
 typedef struct sonde_mem {
-    pid_t pid;                /* target pid; getpid() for self */
-    int mem_fd;               /* /proc/PID/mem fallback, -1 until needed */
-    bool use_procmem;         /* process_vm_readv refused (seccomp): use mem_fd */
-    bool self;                /* reads this process: follows it across fork() */
-    unsigned fork_generation; /* forks seen by this source (self only) */
-    uint64_t reads;           /* statistics: successful reads */
-    uint64_t faults;          /* statistics: failed reads */
+    pid_t pid;                     /* target pid; getpid() for self */
+    int mem_fd;                    /* /proc/PID/mem fallback, -1 until needed */
+    bool use_procmem;              /* process_vm_readv refused (seccomp): use mem_fd */
+    bool self;                     /* reads this process: follows it across fork() */
+    unsigned fork_generation;      /* forks seen by this source (self only) */
+    uint64_t reads;                /* statistics: successful reads */
+    uint64_t faults;               /* statistics: failed reads */
     struct sonde_mem_pages *pages; /* owned; page snapshot (attach), NULL
                                       when never used */
-    bool direct;              /* reads this process by plain copies (see
+    bool direct;                   /* reads this process by plain copies (see
                                  sonde_mem_open_direct) */
 } sonde_mem_t;
 
@@ -93,10 +93,10 @@ typedef struct sonde_pycode {
 
 /* One Python frame as seen by a sample. */
 typedef struct sonde_pyframe {
-    uint32_t code_id; /* index of the code object in the cache, stable for
+    uint32_t code_id;     /* index of the code object in the cache, stable for
                          the lifetime of the sonde_pyproc_t */
-    int32_t lineno;   /* current line, or -1 when unknown */
-    bool in_call;     /* the frame's current instruction is a call-family
+    int32_t lineno;       /* current line, or -1 when unknown */
+    bool in_call;         /* the frame's current instruction is a call-family
                          opcode (CALL, CALL_FUNCTION, specialised forms...):
                          if this is the innermost Python frame, the thread
                          is executing native code called from it */
@@ -117,7 +117,7 @@ struct sonde_pycode_cache; /* private to code.c */
 
 typedef struct sonde_pyproc {
     sonde_mem_t mem;
-    const sonde_pyoffsets_t *off; /* the layout read by: the static table of
+    const sonde_pyoffsets_t *off;  /* the layout read by: the static table of
                                      the version, or (3.13+) own_layout */
     sonde_pyoffsets_t *own_layout; /* owned, 3.13+: the table with every
                                       field the target's _Py_DebugOffsets

@@ -23,8 +23,9 @@
 #define SONDE_PY_STR_(x) #x
 #define SONDE_PY_STR(x) SONDE_PY_STR_(x)
 #define SONDE_PY_RANGE_TEXT                                                                        \
-    SONDE_PY_STR(SONDE_PY_MAJOR) "." SONDE_PY_STR(SONDE_PY_MINOR_MIN) " to " SONDE_PY_STR(         \
-        SONDE_PY_MAJOR) "." SONDE_PY_STR(SONDE_PY_MINOR_MAX)
+    SONDE_PY_STR(SONDE_PY_MAJOR)                                                                   \
+    "." SONDE_PY_STR(SONDE_PY_MINOR_MIN) " to " SONDE_PY_STR(SONDE_PY_MAJOR) "." SONDE_PY_STR(     \
+        SONDE_PY_MINOR_MAX)
 
 /* X(minor) for every supported minor version, oldest first. */
 #define SONDE_PY_VERSIONS(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)

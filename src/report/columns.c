@@ -190,8 +190,8 @@ const sonde__column_t sonde__columns[] = {
     {"n_mallocs", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_mallocs, true},
     {"n_avg_mb", NULL, "avg MB", "34", NULL, SONDE__UNIT_MB, columns_avg_mb, true},
     {"n_peak_mb", NULL, "peak MB", "34", NULL, SONDE__UNIT_MB, columns_peak_mb, true},
-    {"n_python_fraction", NULL, "mem py", "34", NULL, SONDE__UNIT_FRACTION,
-     columns_python_fraction, true},
+    {"n_python_fraction", NULL, "mem py", "34", NULL, SONDE__UNIT_FRACTION, columns_python_fraction,
+     true},
     {"n_usage_fraction", NULL, NULL, NULL, NULL, SONDE__UNIT_FRACTION, columns_usage_fraction,
      true},
     {"n_copy_mb_s", NULL, "copy MB/s", "35", NULL, SONDE__UNIT_MB_S, columns_copy_mb_s, true},
@@ -206,12 +206,12 @@ const sonde__column_t sonde__columns[] = {
     {"inuse_space", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_inuse_space, true},
     /* GPU (Scalene's names): mean utilisation and memory while the line
      * ran, and its peak memory; red. */
-    {"n_gpu_percent", NULL, "GPU util", "31", NULL, SONDE__UNIT_LEVEL_PERCENT,
-     columns_gpu_percent, false, true},
+    {"n_gpu_percent", NULL, "GPU util", "31", NULL, SONDE__UNIT_LEVEL_PERCENT, columns_gpu_percent,
+     false, true},
     {"n_gpu_avg_memory_mb", NULL, NULL, NULL, NULL, SONDE__UNIT_MB, columns_gpu_avg_mb, false,
      true},
-    {"n_gpu_peak_memory_mb", NULL, "GPU MB", "31", NULL, SONDE__UNIT_MB, columns_gpu_peak_mb,
-     false, true},
+    {"n_gpu_peak_memory_mb", NULL, "GPU MB", "31", NULL, SONDE__UNIT_MB, columns_gpu_peak_mb, false,
+     true},
 };
 const size_t sonde__n_columns = SONDE_ARRAY_LEN(sonde__columns);
 

@@ -27,20 +27,17 @@
 
 /* ---- adapters: every writer behind one signature ------------------------------- */
 
-static int format_text(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx,
-                       sonde_buf_t *out)
+static int format_text(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx, sonde_buf_t *out)
 {
     return sonde_report_text(prof, &ctx->text, out);
 }
 
-static int format_json(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx,
-                       sonde_buf_t *out)
+static int format_json(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx, sonde_buf_t *out)
 {
     return sonde_report_json(prof, out);
 }
 
-static int format_html(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx,
-                       sonde_buf_t *out)
+static int format_html(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx, sonde_buf_t *out)
 {
     if (!ctx->viewer_dir) return -ENOENT;
     return sonde_report_html(prof, ctx->viewer_dir, out);
@@ -52,8 +49,7 @@ static int format_folded(const sonde_profile_t *prof, const sonde_report_ctx_t *
     return sonde_report_folded(prof, out);
 }
 
-static int format_svg(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx,
-                      sonde_buf_t *out)
+static int format_svg(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx, sonde_buf_t *out)
 {
     return sonde_report_flamegraph(prof, out);
 }
@@ -89,7 +85,10 @@ const sonde_format_t sonde_formats[] = {
 };
 const size_t sonde_n_formats = SONDE_ARRAY_LEN(sonde_formats);
 
-const sonde_format_t *sonde_format_default(void) { return &sonde_formats[0]; }
+const sonde_format_t *sonde_format_default(void)
+{
+    return &sonde_formats[0];
+}
 
 const sonde_format_t *sonde_format_named(const char *name)
 {

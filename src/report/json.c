@@ -206,7 +206,8 @@ static void json_leaks(sonde_buf_t *out, const sonde_file_stats_t *file)
     for (size_t i = 0; i < file->n_lines; i++) {
         const sonde_line_memory_t *mem = &file->lines[i].mem;
         if (!sonde__memory_is_leak(mem)) continue;
-        sonde_buf_printf(out, "%s\"%d\": {\"likelihood\": ", any ? ", " : "", file->lines[i].lineno);
+        sonde_buf_printf(out, "%s\"%d\": {\"likelihood\": ", any ? ", " : "",
+                         file->lines[i].lineno);
         sonde_buf_json_number(out, mem->leak_likelihood, JSON_PERCENT_DIGITS);
         sonde_buf_puts(out, ", \"velocity_mb_s\": ");
         sonde_buf_json_number(out, mem->leak_velocity_mb_s, JSON_PERCENT_DIGITS);

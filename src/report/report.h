@@ -24,8 +24,7 @@ void sonde_text_opts_default(sonde_text_opts_t *opts);
 /* Terminal report. Appends to out. Returns 0 or -ENOMEM. An empty profile
  * (total_ns 0) gives one line, "sonde: no samples: ...". opts NULL means
  * the defaults; width is clamped to 40..1000 columns. */
-int sonde_report_text(const sonde_profile_t *prof,
-                      const sonde_text_opts_t *opts, sonde_buf_t *out);
+int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts, sonde_buf_t *out);
 
 /* JSON report (docs/json-format.md). Appends to out. Returns 0 or -ENOMEM. */
 int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out);
@@ -97,8 +96,7 @@ typedef struct sonde_format {
     bool needs_stacks;             /* drawn from call stacks: a command that
                                       picks it records them */
     /* Appends the report to out. Returns 0 or -errno. */
-    int (*write)(const sonde_profile_t *prof, const struct sonde_report_ctx *ctx,
-                 sonde_buf_t *out);
+    int (*write)(const sonde_profile_t *prof, const struct sonde_report_ctx *ctx, sonde_buf_t *out);
 } sonde_format_t;
 
 extern const sonde_format_t sonde_formats[];

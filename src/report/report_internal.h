@@ -71,11 +71,11 @@ static inline double sonde__row_share(const sonde__row_t *row, const sonde_profi
 }
 
 typedef enum sonde__unit {
-    SONDE__UNIT_PERCENT, /* percent of the run's total time (total_ns) */
-    SONDE__UNIT_COUNT,   /* a plain count */
-    SONDE__UNIT_MB,      /* megabytes (memory columns) */
-    SONDE__UNIT_MB_S,    /* megabytes per second */
-    SONDE__UNIT_FRACTION, /* 0..1 (JSON), shown as a percentage */
+    SONDE__UNIT_PERCENT,       /* percent of the run's total time (total_ns) */
+    SONDE__UNIT_COUNT,         /* a plain count */
+    SONDE__UNIT_MB,            /* megabytes (memory columns) */
+    SONDE__UNIT_MB_S,          /* megabytes per second */
+    SONDE__UNIT_FRACTION,      /* 0..1 (JSON), shown as a percentage */
     SONDE__UNIT_LEVEL_PERCENT, /* a level in percent, 0..100 (GPU utilisation),
                                   not a share of the run's time */
 } sonde__unit_t;
@@ -90,10 +90,10 @@ typedef struct sonde__column {
                                     with this glyph (UTF-8, one column) */
     sonde__unit_t unit;
     double (*value)(const sonde__row_t *row, const sonde_profile_t *prof);
-    bool memory;                 /* a memory figure: reported only when the
+    bool memory; /* a memory figure: reported only when the
                                     profile has memory (--memory), and only
                                     for lines (rows with mem) */
-    bool gpu;                    /* a GPU figure: reported only when the
+    bool gpu;    /* a GPU figure: reported only when the
                                     profile has GPU figures (has_gpu), for
                                     lines and functions (rows with gpu) */
 } sonde__column_t;
@@ -130,8 +130,7 @@ double sonde__memory_growth_percent(const sonde_profile_t *prof);
 /* A sparkline of a timeline (UTF-8 block characters, `width` cells at
  * most, scaled from 0 to max_mb), into buf (at least 4 * width + 1
  * bytes). Empty for an empty timeline. */
-void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char *buf,
-                      size_t size);
+void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char *buf, size_t size);
 
 /* ---- GPU (columns.c) ---------------------------------------------------- */
 

@@ -30,7 +30,7 @@
 #define TEXT_SGR_TITLE "1"
 #define TEXT_SGR_DIM "2"
 #define TEXT_MARKER "..."
-#define TEXT_SPARK_W 10     /* a line's memory timeline (--memory) */
+#define TEXT_SPARK_W 10 /* a line's memory timeline (--memory) */
 #define TEXT_SPARK_TITLE "timeline"
 #define TEXT_RUN_SPARK_W 30 /* the program's footprint in the header */
 
@@ -604,7 +604,8 @@ static void text_leaks(text_ctx_t *ctx)
             if (source) {
                 sonde__tline_text(tl, "  ");
                 sonde__tline_sgr(tl, TEXT_SGR_DIM);
-                while (*source == ' ' || *source == '\t') source++;
+                while (*source == ' ' || *source == '\t')
+                    source++;
                 sonde__tline_text(tl, source);
                 sonde__tline_sgr(tl, NULL);
             }

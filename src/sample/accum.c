@@ -60,9 +60,8 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key)
                             sizeof *acc->lines, ACCUM_LINES_INITIAL, key);
 }
 
-sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
-                                     sonde_ns_t python_ns, sonde_ns_t native_ns,
-                                     sonde_ns_t system_ns)
+sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,
+                                     sonde_ns_t native_ns, sonde_ns_t system_ns)
 {
     if (!key) {
         acc->unattributed_ns += python_ns + native_ns + system_ns;

@@ -93,7 +93,8 @@ static int convert_threads(const sonde_accum_t *acc, const sonde_accum_convert_t
         char name[96];
         pid_t tid = acc->slot_tids[s];
         int at = 0;
-        if (how->process_pid) at = snprintf(name, sizeof name, "process %d ", (int)how->process_pid);
+        if (how->process_pid)
+            at = snprintf(name, sizeof name, "process %d ", (int)how->process_pid);
         if (tid == how->main_tid)
             snprintf(name + at, sizeof name - (size_t)at, "MainThread");
         else if (tid > 0)
@@ -109,9 +110,8 @@ static int convert_threads(const sonde_accum_t *acc, const sonde_accum_convert_t
 
 /* Names frames[0..depth-1] (innermost first) into out, root first. mark
  * holds the marker's name (a stack has one marker at most: sonde_stack_limit). */
-static int convert_frames(const sonde_aframe_t *frames, uint32_t depth,
-                          struct convert_paths *paths, sonde_stack_frame_t *out, char *mark,
-                          size_t mark_len)
+static int convert_frames(const sonde_aframe_t *frames, uint32_t depth, struct convert_paths *paths,
+                          sonde_stack_frame_t *out, char *mark, size_t mark_len)
 {
     const sonde_codenames_t *names = paths->names;
     for (uint32_t k = 0; k < depth; k++) {

@@ -114,8 +114,8 @@ void sonde_codefilter_free(sonde_codefilter_t *f);
  * and the directory that relative file names are joined to. */
 typedef struct sonde_codenames {
     const sonde_pycode_t *(*code)(const void *source, uint32_t code_id); /* NULL: unknown */
-    const void *source; /* borrowed */
-    const char *cwd;    /* borrowed; NULL or "" when unknown */
+    const void *source;                                                  /* borrowed */
+    const char *cwd; /* borrowed; NULL or "" when unknown */
 } sonde_codenames_t;
 
 /* Names from a reader's code cache (valid while proc is open). */
@@ -175,26 +175,25 @@ void sonde_threadreg_free(sonde_threadreg_t *r);
  * entries): returns how many to sample (at most SONDE_SAMPLE_MAX_THREADS;
  * those beyond are added to partial->threads_left_out), or -errno as
  * sonde_pyproc_threads. */
-int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads,
-                         sonde_partial_t *partial);
+int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, sonde_partial_t *partial);
 
 /* ---- one stack walk (walk.c) ----------------------------------------------------- */
 
 typedef struct sonde_walk {
-    sonde_aframe_t *frames;     /* borrowed; SONDE_PY_MAX_DEPTH entries, or
+    sonde_aframe_t *frames;    /* borrowed; SONDE_PY_MAX_DEPTH entries, or
                                    NULL: find the line only */
-    uint32_t depth;             /* frames kept, innermost first (limit applied) */
-    uint32_t left_out;          /* frames the marker stands for, 0 without */
-    sonde_aframe_t line_key;    /* nearest frame of a profiled file with a
+    uint32_t depth;            /* frames kept, innermost first (limit applied) */
+    uint32_t left_out;         /* frames the marker stands for, 0 without */
+    sonde_aframe_t line_key;   /* nearest frame of a profiled file with a
                                    line, 0 when none */
-    bool have_innermost;        /* the thread had a Python frame */
-    sonde_pyframe_t innermost;  /* what its innermost frame executes */
-    uint64_t innermost_addr;    /* the innermost frame's address */
-    uint64_t innermost_back;    /* its caller's frame address (0: none) */
-    sonde_aframe_t *spare;      /* borrowed; NULL, or a second buffer like
+    bool have_innermost;       /* the thread had a Python frame */
+    sonde_pyframe_t innermost; /* what its innermost frame executes */
+    uint64_t innermost_addr;   /* the innermost frame's address */
+    uint64_t innermost_back;   /* its caller's frame address (0: none) */
+    sonde_aframe_t *spare;     /* borrowed; NULL, or a second buffer like
                                    frames for sonde_walk_thread_checked */
-    uint32_t frames_read;       /* frames the walk read (skipped ones too) */
-    bool doubtful;              /* a frame was skipped as not executing code,
+    uint32_t frames_read;      /* frames the walk read (skipped ones too) */
+    bool doubtful;             /* a frame was skipped as not executing code,
                                    or the walk ended at a suspended generator's
                                    frame: the thread moved during the walk */
 } sonde_walk_t;
@@ -282,9 +281,8 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
 /* Charges time to a line: one sample. key 0 charges unattributed time.
  * Out of memory drops the sample (counted in partial.dropped_samples).
  * Returns the line's accumulator, or NULL (unattributed or dropped). */
-sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key,
-                                     sonde_ns_t python_ns, sonde_ns_t native_ns,
-                                     sonde_ns_t system_ns);
+sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,
+                                     sonde_ns_t native_ns, sonde_ns_t system_ns);
 /* The line's Python and native time, with its unwatched time shared out
  * by its answers (before any: native on a call instruction, else Python).
  * Pure. */

@@ -77,8 +77,7 @@ void sonde_threadreg_free(sonde_threadreg_t *r)
     r->n = r->cap = 0;
 }
 
-int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads,
-                         sonde_partial_t *partial)
+int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, sonde_partial_t *partial)
 {
     int n = sonde_pyproc_threads(proc, threads, SONDE_PY_MAX_THREADS);
     if (n > SONDE_SAMPLE_MAX_THREADS) {

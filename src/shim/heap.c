@@ -29,9 +29,9 @@
 #define SHIM_HEAP_MAX_LIVE (SHIM_HEAP_SLOTS / 4)
 
 _Atomic uint64_t sonde__shim_heap_bits[SHIM_HEAP_SLOTS / 64];
-static uintptr_t shim_heap_ptr[SHIM_HEAP_SLOTS];           /* protected by shim_heap_lock */
+static uintptr_t shim_heap_ptr[SHIM_HEAP_SLOTS];                  /* protected by shim_heap_lock */
 static sonde__shim_heap_entry_t shim_heap_entry[SHIM_HEAP_SLOTS]; /* protected by shim_heap_lock */
-static uint32_t shim_heap_live;                            /* protected by shim_heap_lock */
+static uint32_t shim_heap_live;                                   /* protected by shim_heap_lock */
 static atomic_flag shim_heap_lock = ATOMIC_FLAG_INIT;
 
 static void shim_heap_lock_take(void)

@@ -122,11 +122,9 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
     }
     if (boot_outfile) {
         int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = sonde_trace_write_stats(boot_outfile, &stats);
-        Py_END_ALLOW_THREADS
-        if (rc < 0) boot_error("sonde: cannot write the statistics to '%s': %s", boot_outfile,
-                               strerror(-rc));
+        Py_BEGIN_ALLOW_THREADS rc = sonde_trace_write_stats(boot_outfile, &stats);
+        Py_END_ALLOW_THREADS if (rc < 0) boot_error(
+            "sonde: cannot write the statistics to '%s': %s", boot_outfile, strerror(-rc));
     } else {
         sonde_buf_t text = SONDE_BUF_INIT;
         if (sonde_trace_text_report(&stats, &boot_sort, &text) < 0) {

@@ -99,8 +99,7 @@ static void mon_hook_dealloc(PyObject *self)
 }
 
 static PyTypeObject mon_hook_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "sonde._trace_hook",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde._trace_hook",
     .tp_basicsize = sizeof(mon_hook_t),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(mon_hook_t, vectorcall),
@@ -117,10 +116,10 @@ static const struct {
     int hook;
     bool builtin; /* only with builtins=True */
 } mon_events[] = {
-    {"PY_START", MON_START, false},     {"PY_RESUME", MON_START, false},
-    {"PY_THROW", MON_START, false},     {"PY_RETURN", MON_RETURN, false},
-    {"PY_YIELD", MON_RETURN, false},    {"PY_UNWIND", MON_RETURN, false},
-    {"CALL", MON_CALL, true},           {"C_RETURN", MON_C_RETURN, true},
+    {"PY_START", MON_START, false},  {"PY_RESUME", MON_START, false},
+    {"PY_THROW", MON_START, false},  {"PY_RETURN", MON_RETURN, false},
+    {"PY_YIELD", MON_RETURN, false}, {"PY_UNWIND", MON_RETURN, false},
+    {"CALL", MON_CALL, true},        {"C_RETURN", MON_C_RETURN, true},
     {"C_RAISE", MON_C_RETURN, true},
 };
 
@@ -248,6 +247,9 @@ int sonde_trace_hooks_remove_gil(sonde_trace_prof_t *p)
     return rc;
 }
 
-void sonde_trace_hooks_threading_gil(sonde_trace_prof_t *p) { p->thread_hook_pending = false; }
+void sonde_trace_hooks_threading_gil(sonde_trace_prof_t *p)
+{
+    p->thread_hook_pending = false;
+}
 
 #endif /* SONDE_TRACE_MONITORING */

@@ -204,7 +204,8 @@ static PyObject *prof_getstats(sonde_trace_prof_t *p, PyObject *unused)
         if (!calls) PyErr_NoMemory();
         goto error;
     }
-    for (size_t i = 0; i < all->n_entries; i++) all->entries[i]->scratch = i;
+    for (size_t i = 0; i < all->n_entries; i++)
+        all->entries[i]->scratch = i;
     for (size_t i = 0; i < all->n_edges; i++) {
         const sonde_trace_edge_t *edge = all->edges[i];
         if (edge->calls == 0) continue;
@@ -225,24 +226,26 @@ static PyObject *prof_getstats(sonde_trace_prof_t *p, PyObject *unused)
     for (size_t i = 0; i < all->n_entries; i++) {
         const sonde_trace_entry_t *e = all->entries[i];
         if (e->calls == 0) continue;
-        PyObject *entry = PyObject_CallFunction(
-            (PyObject *)prof_entry_type, "((OKKddO))", e->code ? e->code : e->label,
-            (unsigned long long)e->calls, (unsigned long long)e->rec_calls,
-            factor * (double)e->total_ticks, factor * (double)e->inline_ticks,
-            calls[i] ? calls[i] : Py_None);
+        PyObject *entry =
+            PyObject_CallFunction((PyObject *)prof_entry_type, "((OKKddO))",
+                                  e->code ? e->code : e->label, (unsigned long long)e->calls,
+                                  (unsigned long long)e->rec_calls, factor * (double)e->total_ticks,
+                                  factor * (double)e->inline_ticks, calls[i] ? calls[i] : Py_None);
         if (!entry || PyList_Append(result, entry) < 0) {
             Py_XDECREF(entry);
             goto error;
         }
         Py_DECREF(entry);
     }
-    for (size_t i = 0; i < all->n_entries; i++) Py_XDECREF(calls[i]);
+    for (size_t i = 0; i < all->n_entries; i++)
+        Py_XDECREF(calls[i]);
     free(calls);
     sonde_trace_thread_free(all);
     return result;
 error:
     if (calls)
-        for (size_t i = 0; i < all->n_entries; i++) Py_XDECREF(calls[i]);
+        for (size_t i = 0; i < all->n_entries; i++)
+            Py_XDECREF(calls[i]);
     free(calls);
     Py_XDECREF(result);
     sonde_trace_thread_free(all);
@@ -299,12 +302,14 @@ static PyObject *prof_stats_dict(const sonde_trace_stats_t *s)
         }
         Py_DECREF(v);
     }
-    for (size_t i = 0; i < s->n_rows; i++) Py_XDECREF(keys[i]);
+    for (size_t i = 0; i < s->n_rows; i++)
+        Py_XDECREF(keys[i]);
     free(keys);
     return dict;
 error:
     if (keys)
-        for (size_t i = 0; i < s->n_rows; i++) Py_XDECREF(keys[i]);
+        for (size_t i = 0; i < s->n_rows; i++)
+            Py_XDECREF(keys[i]);
     free(keys);
     Py_XDECREF(dict);
     return NULL;
@@ -398,15 +403,17 @@ int sonde_trace_print_gil(sonde_trace_prof_t *p, const sonde_trace_sort_t *sort)
     if (sonde_trace_stats_build_gil(p, &stats) < 0) return -1;
     if (stats.n_rows == 0) { /* what pstats.Stats(profile) says */
         sonde_trace_stats_free(&stats);
-        PyErr_Format(PyExc_TypeError, "Cannot create or construct a <class 'pstats.Stats'> object "
-                                      "from %R (nothing was recorded)",
+        PyErr_Format(PyExc_TypeError,
+                     "Cannot create or construct a <class 'pstats.Stats'> object "
+                     "from %R (nothing was recorded)",
                      (PyObject *)p);
         return -1;
     }
     sonde_buf_t text = SONDE_BUF_INIT;
     int rc = sonde_trace_text_report(&stats, sort, &text);
     sonde_trace_stats_free(&stats);
-    if (rc == 0) rc = sonde_trace_stdout_write_gil(text.data, text.len);
+    if (rc == 0)
+        rc = sonde_trace_stdout_write_gil(text.data, text.len);
     else
         PyErr_NoMemory();
     sonde_buf_free(&text);
@@ -620,8 +627,7 @@ static PyGetSetDef prof_getset[] = {
 };
 
 PyTypeObject sonde_trace_prof_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "sonde.Profile",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sonde.Profile",
     .tp_basicsize = sizeof(sonde_trace_prof_t),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Profile(timer=None, timeunit=0.0, subcalls=True, builtins=True)\n\n"
@@ -685,9 +691,9 @@ static PyObject *trace_run(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     PyObject *default_sort = sort ? NULL : PyLong_FromLong(-1);
     PyObject *call_args = PyTuple_Pack(1, statement);
-    PyObject *res = call_args ? trace_run_and_show(call_args, "run", filename,
-                                                   sort ? sort : default_sort)
-                              : NULL;
+    PyObject *res = call_args
+                        ? trace_run_and_show(call_args, "run", filename, sort ? sort : default_sort)
+                        : NULL;
     Py_XDECREF(call_args);
     Py_XDECREF(default_sort);
     return res;
@@ -702,9 +708,9 @@ static PyObject *trace_runctx(PyObject *module, PyObject *args, PyObject *kwargs
         return NULL;
     PyObject *default_sort = sort ? NULL : PyLong_FromLong(-1);
     PyObject *call_args = PyTuple_Pack(3, statement, globals, locals);
-    PyObject *res = call_args ? trace_run_and_show(call_args, "runctx", filename,
-                                                   sort ? sort : default_sort)
-                              : NULL;
+    PyObject *res =
+        call_args ? trace_run_and_show(call_args, "runctx", filename, sort ? sort : default_sort)
+                  : NULL;
     Py_XDECREF(call_args);
     Py_XDECREF(default_sort);
     return res;

@@ -15,25 +15,25 @@
 #include "../core/common.h"
 
 typedef struct sonde_trace_caller {
-    size_t row;                  /* index of the calling row */
-    uint64_t nc, cc;             /* calls, primitive calls (pstats order: nc first) */
-    double tt, ct;               /* seconds */
+    size_t row;      /* index of the calling row */
+    uint64_t nc, cc; /* calls, primitive calls (pstats order: nc first) */
+    double tt, ct;   /* seconds */
 } sonde_trace_caller_t;
 
 typedef struct sonde_trace_row {
-    char *file;                  /* owned UTF-8; "~" for built-ins */
+    char *file; /* owned UTF-8; "~" for built-ins */
     size_t file_len;
-    long line;                   /* 0 for built-ins */
-    char *name;                  /* owned UTF-8 */
+    long line;  /* 0 for built-ins */
+    char *name; /* owned UTF-8 */
     size_t name_len;
-    uint64_t cc, nc;             /* primitive and total calls */
-    double tt, ct;               /* seconds: internal, cumulative */
+    uint64_t cc, nc;               /* primitive and total calls */
+    double tt, ct;                 /* seconds: internal, cumulative */
     sonde_trace_caller_t *callers; /* owned */
     size_t n_callers, cap_callers;
 } sonde_trace_row_t;
 
 typedef struct sonde_trace_stats {
-    sonde_trace_row_t *rows;     /* owned; one per (file, line, name) */
+    sonde_trace_row_t *rows; /* owned; one per (file, line, name) */
     size_t n_rows, cap_rows;
 } sonde_trace_stats_t;
 
@@ -53,7 +53,7 @@ typedef struct sonde_trace_sort {
         int8_t field;
         int8_t dir;
     } keys[SONDE_TRACE_SORT_MAX];
-    char title[256];             /* "cumulative time", "internal time, call count" */
+    char title[256]; /* "cumulative time", "internal time, call count" */
 } sonde_trace_sort_t;
 
 /* sort_stats(*words) with pstats' unambiguous abbreviations. Returns 0,

@@ -29,7 +29,7 @@ typedef struct {
     struct {
         void *f_func, *f_globals, *f_builtins, *f_locals;
         PyCodeObject *f_code;
-    } *f_frame;
+    } * f_frame;
 } setprofile_frame_t;
 #endif
 
@@ -163,7 +163,10 @@ void sonde_trace_hooks_threading_gil(sonde_trace_prof_t *p)
 
 /* ---- install / remove -------------------------------------------------------- */
 
-int sonde_trace_hooks_init(void) { return 0; }
+int sonde_trace_hooks_init(void)
+{
+    return 0;
+}
 
 int sonde_trace_hooks_install_gil(sonde_trace_prof_t *p)
 {

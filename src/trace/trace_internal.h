@@ -77,39 +77,39 @@ typedef struct sonde_trace_edge {
     sonde_trace_entry_t *caller; /* borrowed: entries of the same table */
     sonde_trace_entry_t *callee;
     uint64_t calls;
-    uint64_t rec_calls;          /* calls made while the edge was active */
-    sonde_ticks_t total_ticks;   /* counted once per outermost active call */
+    uint64_t rec_calls;        /* calls made while the edge was active */
+    sonde_ticks_t total_ticks; /* counted once per outermost active call */
     sonde_ticks_t inline_ticks;
-    uint32_t level;              /* active calls along this edge */
+    uint32_t level; /* active calls along this edge */
 } sonde_trace_edge_t;
 
 /* One function (code object) or built-in (PyMethodDef) on one thread.
  * The fields the hooks touch come first (one cache line). */
 struct sonde_trace_entry {
-    uintptr_t key;               /* code object address, or PyMethodDef address | 1 */
+    uintptr_t key; /* code object address, or PyMethodDef address | 1 */
     uint64_t calls;
-    uint64_t rec_calls;          /* calls made while already active (recursive) */
-    sonde_ticks_t total_ticks;   /* cumulative time, counted at the outermost call */
-    sonde_ticks_t inline_ticks;  /* time not spent in callees */
+    uint64_t rec_calls;            /* calls made while already active (recursive) */
+    sonde_ticks_t total_ticks;     /* cumulative time, counted at the outermost call */
+    sonde_ticks_t inline_ticks;    /* time not spent in callees */
     sonde_trace_edge_t *last_edge; /* cache: the edge of the latest call */
-    uint32_t level;              /* active calls on the stack */
-    PyObject *code;              /* owned: the code object (keeps key unique); NULL
+    uint32_t level;                /* active calls on the stack */
+    PyObject *code;                /* owned: the code object (keeps key unique); NULL
                                     for a built-in */
-    PyObject *label;             /* owned: a built-in's name as _lsprof spells it
+    PyObject *label;               /* owned: a built-in's name as _lsprof spells it
                                     ("<built-in method time.sleep>"); NULL for code */
-    size_t scratch;              /* free for readers of a merged table */
+    size_t scratch;                /* free for readers of a merged table */
 };
 
 /* One active call on a thread's shadow stack. */
 typedef struct sonde_trace_frame {
     sonde_trace_entry_t *entry;
-    sonde_trace_edge_t *edge;    /* NULL at the bottom or without subcalls */
+    sonde_trace_edge_t *edge; /* NULL at the bottom or without subcalls */
     sonde_ticks_t t0;
-    sonde_ticks_t sub_ticks;     /* time spent in callees so far */
+    sonde_ticks_t sub_ticks; /* time spent in callees so far */
 } sonde_trace_frame_t;
 
 typedef struct sonde_trace_slot {
-    uintptr_t key;               /* 0 = empty */
+    uintptr_t key; /* 0 = empty */
     sonde_trace_entry_t *entry;
 } sonde_trace_slot_t;
 
@@ -123,49 +123,49 @@ typedef struct sonde_trace_edge_slot {
  * while it holds the GIL, and by any thread holding the GIL while the
  * profiler is being read or changed from Python. */
 typedef struct sonde_trace_thread {
-    sonde_trace_frame_t *stack;  /* owned */
+    sonde_trace_frame_t *stack; /* owned */
     uint32_t depth, cap;
-    sonde_trace_slot_t *slots;   /* owned; power of two, at most half full */
+    sonde_trace_slot_t *slots; /* owned; power of two, at most half full */
     size_t slot_mask;
     sonde_trace_entry_t **entries; /* owned (and the entries): creation order */
     size_t n_entries, cap_entries;
     sonde_trace_edge_slot_t *edge_slots; /* owned; power of two, at most half full */
     size_t edge_mask;
-    sonde_trace_edge_t **edges;  /* owned (and the edges): creation order */
+    sonde_trace_edge_t **edges; /* owned (and the edges): creation order */
     size_t n_edges, cap_edges;
-    uint64_t uid;                /* the thread's sonde_trace_tls.uid */
-    int tid;                     /* kernel thread id (to notice it ended) */
-    bool root;                   /* `sonde trace`: the main thread, whose stack
+    uint64_t uid; /* the thread's sonde_trace_tls.uid */
+    int tid;      /* kernel thread id (to notice it ended) */
+    bool root;    /* `sonde trace`: the main thread, whose stack
                                     ends with the program's main frame */
-    bool closed;                 /* root thread after the program returned */
+    bool closed;  /* root thread after the program returned */
     struct sonde_trace_thread *next;
 } sonde_trace_thread_t;
 
 /* The profiler: sonde.Profile. */
 typedef struct sonde_trace_prof {
     PyObject_HEAD
-    PyObject *dict;              /* owned; instance attributes (stats) */
-    uint64_t serial;             /* equals sonde_trace_tls.serial of the threads
+    PyObject *dict;                /* owned; instance attributes (stats) */
+    uint64_t serial;               /* equals sonde_trace_tls.serial of the threads
                                     attached since the last change; never 0 */
     sonde_trace_thread_t *threads; /* owned list */
     size_t n_threads;
-    size_t reclaim_at;           /* look for ended threads at this many */
+    size_t reclaim_at;             /* look for ended threads at this many */
     sonde_trace_thread_t *retired; /* owned; statistics of ended threads */
-    PyObject *timer;             /* owned; NULL = the default clock */
-    double timeunit;             /* seconds per unit of an integer timer */
+    PyObject *timer;               /* owned; NULL = the default clock */
+    double timeunit;               /* seconds per unit of an integer timer */
     bool subcalls, builtins;
     bool enabled;
-    bool nomemory;               /* sticky: an allocation failed in a hook */
+    bool nomemory; /* sticky: an allocation failed in a hook */
     /* `sonde trace` (boot.c): events are ignored until the program's main
      * frame starts on the main thread. */
     bool armed;
-    unsigned long root_ident;    /* PyThread_get_thread_ident of the main thread */
-    char *root_script;           /* owned; realpath of the script, or NULL (-m) */
+    unsigned long root_ident; /* PyThread_get_thread_ident of the main thread */
+    char *root_script;        /* owned; realpath of the script, or NULL (-m) */
     /* hooks.c: sys.monitoring callables (3.12+), or the threading hook */
-    PyObject *hooks;             /* owned; NULL when not enabled */
-    PyObject *thread_hook;       /* owned; ≤3.11: what threading.setprofile gets */
-    PyObject *old_thread_hook;   /* owned; threading's hook before ours */
-    bool thread_hook_pending;    /* ≤3.11: threading not imported yet */
+    PyObject *hooks;           /* owned; NULL when not enabled */
+    PyObject *thread_hook;     /* owned; ≤3.11: what threading.setprofile gets */
+    PyObject *old_thread_hook; /* owned; threading's hook before ours */
+    bool thread_hook_pending;  /* ≤3.11: threading not imported yet */
     bool thread_hook_set;
 } sonde_trace_prof_t;
 
@@ -173,9 +173,9 @@ extern PyTypeObject sonde_trace_prof_type;
 
 /* Per-thread state: which record the thread uses in which profiler. */
 typedef struct sonde_trace_tls {
-    uint64_t serial;             /* profiler serial the record belongs to */
+    uint64_t serial; /* profiler serial the record belongs to */
     sonde_trace_thread_t *thread;
-    uint64_t uid;                /* this thread's id among profilers; 0 = none yet */
+    uint64_t uid; /* this thread's id among profilers; 0 = none yet */
 } sonde_trace_tls_t;
 
 extern __thread sonde_trace_tls_t sonde_trace_tls __attribute__((tls_model("initial-exec")));
@@ -192,9 +192,9 @@ sonde_trace_entry_t *sonde_trace_entry_for_code(sonde_trace_prof_t *p, sonde_tra
 /* New entry for a built-in: ml with the self and module of the bound
  * function (as _lsprof names it). NULL on failure, or for sonde's own
  * methods (never recorded). May run Python code (repr). */
-sonde_trace_entry_t *sonde_trace_entry_for_builtin(sonde_trace_prof_t *p,
-                                                   sonde_trace_thread_t *th, PyMethodDef *ml,
-                                                   PyObject *self, PyObject *module);
+sonde_trace_entry_t *sonde_trace_entry_for_builtin(sonde_trace_prof_t *p, sonde_trace_thread_t *th,
+                                                   PyMethodDef *ml, PyObject *self,
+                                                   PyObject *module);
 /* The edge caller->callee, created when new. NULL on allocation failure. */
 sonde_trace_edge_t *sonde_trace_edge_get(sonde_trace_prof_t *p, sonde_trace_thread_t *th,
                                          sonde_trace_entry_t *caller, sonde_trace_entry_t *callee);
@@ -258,7 +258,7 @@ SONDE_TRACE_HOT sonde_trace_entry_t *sonde_trace_find(const sonde_trace_thread_t
 
 /* Starts a call of e on th's stack; the clock is read last. */
 SONDE_TRACE_HOT void sonde_trace_push(sonde_trace_prof_t *p, sonde_trace_thread_t *th,
-                                    sonde_trace_entry_t *e)
+                                      sonde_trace_entry_t *e)
 {
     if (SONDE_UNLIKELY(th->depth == th->cap) && sonde_trace_stack_grow(p, th) < 0) return;
     sonde_trace_edge_t *edge = NULL;
@@ -345,7 +345,7 @@ SONDE_TRACE_HOT void sonde_trace_on_return(sonde_trace_prof_t *p, PyObject *code
 
 /* A built-in is called: ml with the bound self and module. */
 SONDE_TRACE_HOT void sonde_trace_on_c_call(sonde_trace_prof_t *p, PyMethodDef *ml, PyObject *self,
-                                         PyObject *module)
+                                           PyObject *module)
 {
     sonde_trace_thread_t *th = sonde_trace_thread(p);
     if (SONDE_UNLIKELY(!th)) return;

@@ -441,20 +441,21 @@ static const struct {
     const char *name;
     int32_t field;
 } dump_layout_names[] = {
-    DUMP_LAYOUT_FIELD(runtime_interpreters_head) DUMP_LAYOUT_FIELD(interp_next)
-    DUMP_LAYOUT_FIELD(interp_threads_head) DUMP_LAYOUT_FIELD(interp_ceval_gil)
-    DUMP_LAYOUT_FIELD(gil_locked) DUMP_LAYOUT_FIELD(gil_last_holder)
-    DUMP_LAYOUT_FIELD(tstate_next) DUMP_LAYOUT_FIELD(tstate_interp)
-    DUMP_LAYOUT_FIELD(tstate_frame) DUMP_LAYOUT_FIELD(tstate_thread_id)
-    DUMP_LAYOUT_FIELD(tstate_native_thread_id) DUMP_LAYOUT_FIELD(frame_back)
-    DUMP_LAYOUT_FIELD(frame_code) DUMP_LAYOUT_FIELD(frame_instr) DUMP_LAYOUT_FIELD(frame_owner)
-    DUMP_LAYOUT_FIELD(code_filename) DUMP_LAYOUT_FIELD(code_name)
-    DUMP_LAYOUT_FIELD(code_qualname) DUMP_LAYOUT_FIELD(code_linetable)
-    DUMP_LAYOUT_FIELD(code_firstlineno) DUMP_LAYOUT_FIELD(code_code_adaptive)
-    DUMP_LAYOUT_FIELD(ob_type) DUMP_LAYOUT_FIELD(type_tp_name) DUMP_LAYOUT_FIELD(bytes_ob_size)
-    DUMP_LAYOUT_FIELD(bytes_ob_sval) DUMP_LAYOUT_FIELD(unicode_state)
-    DUMP_LAYOUT_FIELD(unicode_length) DUMP_LAYOUT_FIELD(unicode_ascii_size)
-};
+    DUMP_LAYOUT_FIELD(runtime_interpreters_head) DUMP_LAYOUT_FIELD(interp_next) DUMP_LAYOUT_FIELD(
+        interp_threads_head) DUMP_LAYOUT_FIELD(interp_ceval_gil) DUMP_LAYOUT_FIELD(gil_locked)
+        DUMP_LAYOUT_FIELD(gil_last_holder) DUMP_LAYOUT_FIELD(tstate_next) DUMP_LAYOUT_FIELD(
+            tstate_interp) DUMP_LAYOUT_FIELD(tstate_frame) DUMP_LAYOUT_FIELD(tstate_thread_id)
+            DUMP_LAYOUT_FIELD(tstate_native_thread_id) DUMP_LAYOUT_FIELD(frame_back)
+                DUMP_LAYOUT_FIELD(frame_code) DUMP_LAYOUT_FIELD(frame_instr)
+                    DUMP_LAYOUT_FIELD(frame_owner) DUMP_LAYOUT_FIELD(code_filename)
+                        DUMP_LAYOUT_FIELD(code_name) DUMP_LAYOUT_FIELD(code_qualname)
+                            DUMP_LAYOUT_FIELD(code_linetable) DUMP_LAYOUT_FIELD(code_firstlineno)
+                                DUMP_LAYOUT_FIELD(code_code_adaptive) DUMP_LAYOUT_FIELD(ob_type)
+                                    DUMP_LAYOUT_FIELD(type_tp_name) DUMP_LAYOUT_FIELD(bytes_ob_size)
+                                        DUMP_LAYOUT_FIELD(bytes_ob_sval)
+                                            DUMP_LAYOUT_FIELD(unicode_state)
+                                                DUMP_LAYOUT_FIELD(unicode_length)
+                                                    DUMP_LAYOUT_FIELD(unicode_ascii_size)};
 
 static int32_t dump_field(const sonde_pyoffsets_t *off, int32_t field)
 {

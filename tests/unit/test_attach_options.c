@@ -11,13 +11,14 @@
 
 #include <stdarg.h>
 
-static int parse(sonde_attach_mode_t mode, sonde_attach_args_t *a, char *err, size_t len,
-                 int argc, ...)
+static int parse(sonde_attach_mode_t mode, sonde_attach_args_t *a, char *err, size_t len, int argc,
+                 ...)
 {
     static char *argv[32];
     va_list ap;
     va_start(ap, argc);
-    for (int i = 0; i < argc; i++) argv[i] = va_arg(ap, char *);
+    for (int i = 0; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
     va_end(ap);
     err[0] = 0;
     return sonde_attach_args_parse(mode, argc, argv, a, err, len);
@@ -49,8 +50,8 @@ static void test_attach_spellings(void)
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "--output", "x.svg", "7");
     check(rc == 0 && strcmp(a.outfile, "x.svg") == 0 && a.format == sonde_format_named("svg"),
           "aopts_output_picks_svg", "rc %d err %s", rc, err);
-    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--outfile=p.speedscope.json",
-               "7");
+    rc =
+        parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--outfile=p.speedscope.json", "7");
     check(rc == 0 && a.format == sonde_format_named("speedscope"),
           "aopts_outfile_alias_longest_ending", "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-o", "P.JSON", "7");
@@ -59,8 +60,8 @@ static void test_attach_spellings(void)
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-o", "page.html", "7");
     check(rc == 0 && a.format == sonde_format_named("html"), "aopts_html_from_registry",
           "rc %d err %s", rc, err);
-    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "-f", "collapsed", "-o",
-               "out.txt", "7");
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "-f", "collapsed", "-o", "out.txt",
+               "7");
     check(rc == 0 && a.format == sonde_format_named("folded"), "aopts_format_beats_ending",
           "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "-f", "flamegraph", "7");
@@ -80,19 +81,34 @@ static void test_attach_errors(void)
         const char *name, *words[4], *message;
         int n;
     } cases[] = {
-        {"aopts_err_rate_range", {"-r", "0", "1"}, "--rate must be a number of samples per "
-                                                   "second from 1 to 10000, not '0'", 3},
+        {"aopts_err_rate_range",
+         {"-r", "0", "1"},
+         "--rate must be a number of samples per "
+         "second from 1 to 10000, not '0'",
+         3},
         {"aopts_err_rate_text", {"--rate=fast", "1"}, "not 'fast'", 2},
-        {"aopts_err_duration", {"-d", "-1", "1"}, "--duration must be a positive number of "
-                                                  "seconds, not '-1'", 3},
+        {"aopts_err_duration",
+         {"-d", "-1", "1"},
+         "--duration must be a positive number of "
+         "seconds, not '-1'",
+         3},
         {"aopts_err_missing_value", {"1", "--rate"}, "option --rate needs a value", 2},
         {"aopts_err_missing_output", {"1", "-o"}, "option -o needs a file name", 2},
-        {"aopts_err_format", {"-f", "png", "1"}, "unknown format 'png' (text, json, html, "
-                                                 "folded, svg, speedscope)", 3},
-        {"aopts_err_ending", {"-o", "out.prof", "1"}, "cannot tell the format from the name "
-                                                      "'out.prof'", 3},
-        {"aopts_err_unknown", {"--bogus", "1"}, "unknown option '--bogus' (see 'sonde attach "
-                                                "--help')", 2},
+        {"aopts_err_format",
+         {"-f", "png", "1"},
+         "unknown format 'png' (text, json, html, "
+         "folded, svg, speedscope)",
+         3},
+        {"aopts_err_ending",
+         {"-o", "out.prof", "1"},
+         "cannot tell the format from the name "
+         "'out.prof'",
+         3},
+        {"aopts_err_unknown",
+         {"--bogus", "1"},
+         "unknown option '--bogus' (see 'sonde attach "
+         "--help')",
+         2},
         {"aopts_err_no_pid", {"-r", "5"}, "attach needs the id of a process", 2},
         {"aopts_err_two_pids", {"1", "2"}, "attach takes one process id, not '2'", 2},
         {"aopts_err_not_pid", {"12x"}, "'12x' is not a process id", 1},
@@ -100,7 +116,8 @@ static void test_attach_errors(void)
     };
     for (size_t k = 0; k < SONDE_ARRAY_LEN(cases); k++) {
         char *words[4];
-        for (int i = 0; i < cases[k].n; i++) words[i] = (char *)cases[k].words[i];
+        for (int i = 0; i < cases[k].n; i++)
+            words[i] = (char *)cases[k].words[i];
         err[0] = 0;
         int rc = sonde_attach_args_parse(SONDE_ATTACH_MODE_ATTACH, cases[k].n, words, &a, err,
                                          sizeof err);

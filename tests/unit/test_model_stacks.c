@@ -11,7 +11,8 @@ int main(void)
 {
     sonde_profile_t prof;
     sonde_profile_init(&prof);
-    sonde_stack_frame_t a[] = {{"main", "app.py", 10}, {"work", "app.py", 20}, {"inner", "lib.py", 3}};
+    sonde_stack_frame_t a[] = {
+        {"main", "app.py", 10}, {"work", "app.py", 20}, {"inner", "lib.py", 3}};
     sonde_stack_frame_t b[] = {{"main", "app.py", 10}, {"work", "app.py", 21}};
 
     check(sonde_profile_add_stack(&prof, a, 3, -1, 1, 100) == 0, "add_first", "rc");
@@ -29,8 +30,8 @@ int main(void)
 
     int t1 = sonde_profile_thread(&prof, "MainThread");
     int t2 = sonde_profile_thread(&prof, "worker");
-    check(t1 == 0 && t2 == 1 && sonde_profile_thread(&prof, "worker") == 1, "thread_ids",
-          "%d %d", t1, t2);
+    check(t1 == 0 && t2 == 1 && sonde_profile_thread(&prof, "worker") == 1, "thread_ids", "%d %d",
+          t1, t2);
     check(sonde_profile_add_stack(&prof, a, 3, t2, 1, 10) == 0 && prof.n_stacks == 3,
           "per_thread_stack_separate", "%zu stacks", prof.n_stacks);
     check(sonde_profile_add_stack(&prof, a, 3, 7, 1, 10) == -EINVAL, "unknown_thread_rejected",
@@ -49,7 +50,8 @@ int main(void)
         sonde_profile_add_stack(&prof, f, 2, -1, 1, 1);
     }
     size_t twos = 0;
-    for (size_t i = 0; i < prof.n_stacks; i++) twos += prof.stacks[i].samples == 2;
+    for (size_t i = 0; i < prof.n_stacks; i++)
+        twos += prof.stacks[i].samples == 2;
     check(prof.n_stacks == 2003 && twos == 2000, "index_grows", "%zu stacks, %zu doubled",
           prof.n_stacks, twos);
     sonde_profile_free(&prof);

@@ -77,8 +77,7 @@ static void check_follows_blob(const sonde_pyoffsets_t *off)
     char name[96], detail[256];
     size_t len = (size_t)off->debug_size;
 
-    snprintf(name, sizeof name, "3.%d covered fields follow a forged _Py_DebugOffsets",
-             off->minor);
+    snprintf(name, sizeof name, "3.%d covered fields follow a forged _Py_DebugOffsets", off->minor);
     forge(off, blob, len, MOVE);
     int rc = apply(off, blob, len, &layout);
     int wrong = 0, first_wrong = -1;
@@ -89,13 +88,16 @@ static void check_follows_blob(const sonde_pyoffsets_t *off)
             wrong++;
         }
     }
-    snprintf(detail, sizeof detail, "rc %d, %d of %d fields not moved (first: entry %d)", rc,
-             wrong, off->n_debug_fields, first_wrong);
+    snprintf(detail, sizeof detail, "rc %d, %d of %d fields not moved (first: entry %d)", rc, wrong,
+             off->n_debug_fields, first_wrong);
     check(rc == 0 && wrong == 0 && off->n_debug_fields >= 20, name, detail);
 
     /* each refusal, one at a time */
     static const char *const cases[] = {
-        "no cookie", "another version", "free-threaded", "offset out of bounds",
+        "no cookie",
+        "another version",
+        "free-threaded",
+        "offset out of bounds",
         "frame fields spread too wide",
     };
     for (size_t c = 0; c < SONDE_ARRAY_LEN(cases); c++) {

@@ -109,8 +109,7 @@ static void test_text(void)
           "%s", text);
     check(strstr(text, "GPU: 70.0% utilisation, 1664.0 MB on average, 2048.0 MB at peak") != NULL,
           "gpu_text_summary", "%s", text);
-    check(strstr(text, "90%") != NULL && strstr(text, "10%") != NULL, "gpu_text_cells", "%s",
-          text);
+    check(strstr(text, "90%") != NULL && strstr(text, "10%") != NULL, "gpu_text_cells", "%s", text);
     free(text);
     sonde_profile_free(&prof);
 

@@ -26,7 +26,8 @@ static int parse(sonde_run_opts_t *o, bool need_program, char *err, size_t len, 
     static char *argv[MAX_WORDS];
     va_list ap;
     va_start(ap, argc);
-    for (int i = 0; i < argc; i++) argv[i] = va_arg(ap, char *);
+    for (int i = 0; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
     va_end(ap);
     sonde_run_opts_free(o);
     sonde_run_opts_default(o);
@@ -34,7 +35,10 @@ static int parse(sonde_run_opts_t *o, bool need_program, char *err, size_t len, 
     return sonde_run_opts_parse(o, argc, argv, need_program, err, len);
 }
 
-static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+static bool same(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
 
 static void test_defaults(void)
 {
@@ -42,10 +46,10 @@ static void test_defaults(void)
     char err[512];
     int rc = parse(&o, true, err, sizeof err, 2, "app.py", "--json");
     check(rc == 0 && same(o.script, "app.py") && !o.module && o.prog_argc == 2 &&
-              same(o.prog_argv[1], "--json") && o.n_option_tokens == 0 &&
-              o.interval_sec == 0.01 && o.cpu_percent_threshold == 1.0 &&
-              o.malloc_threshold == SONDE_DEFAULT_MALLOC_THRESHOLD && o.gpu == -1 &&
-              !o.stacks && !o.memory && !o.outfile && o.format == sonde_format_default() &&
+              same(o.prog_argv[1], "--json") && o.n_option_tokens == 0 && o.interval_sec == 0.01 &&
+              o.cpu_percent_threshold == 1.0 &&
+              o.malloc_threshold == SONDE_DEFAULT_MALLOC_THRESHOLD && o.gpu == -1 && !o.stacks &&
+              !o.memory && !o.outfile && o.format == sonde_format_default() &&
               same(o.format->name, "text"),
           "ropts_defaults_and_program_args", "rc %d err %s", rc, err);
     sonde_run_opts_free(&o);
@@ -58,16 +62,15 @@ static void test_every_option(void)
     int rc = parse(&o, true, err, sizeof err, 23, "--interval", "0.005", "--virtual-time",
                    "--profile-all", "--profile-only", "a,,b", "--profile-exclude", "c",
                    "--cpu-percent-threshold", "2.5", "--all-lines", "--stacks", "--memory",
-                   "--malloc-threshold", "2M", "--gpu", "-v", "--json", "-o", "out.dat",
-                   "--", "-script.py", "x");
+                   "--malloc-threshold", "2M", "--gpu", "-v", "--json", "-o", "out.dat", "--",
+                   "-script.py", "x");
     check(rc == 0 && o.interval_sec == 0.005 && o.virtual_time && o.profile_all &&
               o.n_profile_only == 2 && same(o.profile_only[0], "a") &&
               same(o.profile_only[1], "b") && o.n_profile_exclude == 1 &&
-              same(o.profile_exclude[0], "c") && o.cpu_percent_threshold == 2.5 &&
-              o.all_lines && o.stacks && o.memory && o.malloc_threshold == (2u << 20) &&
-              o.gpu == 1 && o.verbose && same(o.format->name, "json") &&
-              same(o.outfile, "out.dat") && same(o.script, "-script.py") && o.prog_argc == 2 &&
-              o.n_option_tokens == 21,
+              same(o.profile_exclude[0], "c") && o.cpu_percent_threshold == 2.5 && o.all_lines &&
+              o.stacks && o.memory && o.malloc_threshold == (2u << 20) && o.gpu == 1 && o.verbose &&
+              same(o.format->name, "json") && same(o.outfile, "out.dat") &&
+              same(o.script, "-script.py") && o.prog_argc == 2 && o.n_option_tokens == 21,
           "ropts_every_option", "rc %d err %s", rc, err);
     rc = parse(&o, true, err, sizeof err, 9, "--interval=0.2", "--cpu-percent-threshold=0",
                "--profile-only=x", "--profile-exclude=y,z", "--malloc-threshold=64k",
@@ -169,33 +172,45 @@ static void test_errors(void)
         const char *name, *words[3], *message;
         int n;
     } cases[] = {
-        {"ropts_err_interval", {"--interval", "20", "a.py"},
-         "--interval needs a number of seconds between 0.0001 and 10, got '20'", 3},
+        {"ropts_err_interval",
+         {"--interval", "20", "a.py"},
+         "--interval needs a number of seconds between 0.0001 and 10, got '20'",
+         3},
         {"ropts_err_interval_text", {"--interval=abc", "a.py"}, "got 'abc'", 2},
         {"ropts_err_interval_missing", {"--interval"}, "--interval needs a number", 1},
-        {"ropts_err_threshold", {"--cpu-percent-threshold", "101", "a.py"},
-         "--cpu-percent-threshold needs a percentage between 0 and 100, got '101'", 3},
-        {"ropts_err_malloc_small", {"--malloc-threshold", "1K", "a.py"},
-         "--malloc-threshold needs a byte count between 64K and 1G, got '1K'", 3},
+        {"ropts_err_threshold",
+         {"--cpu-percent-threshold", "101", "a.py"},
+         "--cpu-percent-threshold needs a percentage between 0 and 100, got '101'",
+         3},
+        {"ropts_err_malloc_small",
+         {"--malloc-threshold", "1K", "a.py"},
+         "--malloc-threshold needs a byte count between 64K and 1G, got '1K'",
+         3},
         {"ropts_err_malloc_big", {"--malloc-threshold=2G", "a.py"}, "got '2G'", 2},
         {"ropts_err_malloc_negative", {"--malloc-threshold=-65536", "a.py"}, "got '-65536'", 2},
-        {"ropts_err_patterns_empty", {"--profile-only", ",,", "a.py"},
-         "--profile-only needs a comma-separated list of at most 32 patterns", 3},
+        {"ropts_err_patterns_empty",
+         {"--profile-only", ",,", "a.py"},
+         "--profile-only needs a comma-separated list of at most 32 patterns",
+         3},
         {"ropts_err_exclude_missing", {"--profile-exclude"}, "--profile-exclude needs", 1},
         {"ropts_err_output_empty", {"-o", "", "a.py"}, "--output needs a file name", 3},
         {"ropts_err_output_missing", {"--outfile"}, "--output needs a file name", 1},
-        {"ropts_err_format", {"--format", "png", "a.py"},
-         "unknown format 'png' (text, json, html, folded, svg, speedscope)", 3},
+        {"ropts_err_format",
+         {"--format", "png", "a.py"},
+         "unknown format 'png' (text, json, html, folded, svg, speedscope)",
+         3},
         {"ropts_err_format_missing", {"-f"}, "--format needs a format name", 1},
-        {"ropts_err_unknown", {"--bogus", "a.py"},
-         "unknown option '--bogus' (see 'sonde run --help')", 2},
-        {"ropts_err_no_program", {"--stacks"}, "no program given: sonde run [options]", 1},
-        {"ropts_err_not_a_prefix", {"--outfile-x=a", "a.py"}, "unknown option '--outfile-x=a'",
+        {"ropts_err_unknown",
+         {"--bogus", "a.py"},
+         "unknown option '--bogus' (see 'sonde run --help')",
          2},
+        {"ropts_err_no_program", {"--stacks"}, "no program given: sonde run [options]", 1},
+        {"ropts_err_not_a_prefix", {"--outfile-x=a", "a.py"}, "unknown option '--outfile-x=a'", 2},
     };
     for (size_t k = 0; k < SONDE_ARRAY_LEN(cases); k++) {
         char *words[3];
-        for (int i = 0; i < cases[k].n; i++) words[i] = (char *)cases[k].words[i];
+        for (int i = 0; i < cases[k].n; i++)
+            words[i] = (char *)cases[k].words[i];
         sonde_run_opts_free(&o);
         sonde_run_opts_default(&o);
         err[0] = 0;
@@ -227,7 +242,8 @@ static void test_input_untouched(void)
     char w_only[] = "alpha,beta,,gamma", w_excl[] = "--profile-exclude=x,y";
     char *words[] = {"-o", path, "--profile-only", w_only, w_excl, "app.py", arg};
     char *copies[SONDE_ARRAY_LEN(words)];
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(words); i++) copies[i] = strdup(words[i]);
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(words); i++)
+        copies[i] = strdup(words[i]);
     sonde_run_opts_default(&o);
     int rc = sonde_run_opts_parse(&o, (int)SONDE_ARRAY_LEN(words), words, true, err, sizeof err);
     bool untouched = true;
@@ -241,7 +257,8 @@ static void test_input_untouched(void)
               same(o.profile_only[2], "gamma") && o.n_profile_exclude == 2 &&
               same(o.profile_exclude[1], "y"),
           "ropts_patterns_copied", "rc %d", rc);
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(words); i++) free(copies[i]);
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(words); i++)
+        free(copies[i]);
     free(path);
     free(arg);
     sonde_run_opts_free(&o);
@@ -254,7 +271,8 @@ static void test_handover_round_trip(void)
 {
     sonde_run_opts_t o = {0}, back = {0};
     char err[512];
-    const char *odd_path = "/tmp/a,b:c;d\x1f" "e\n12:x,.speedscope.json";
+    const char *odd_path = "/tmp/a,b:c;d\x1f"
+                           "e\n12:x,.speedscope.json";
     int rc = parse(&o, true, err, sizeof err, 18, "--interval", "0.0123", "--virtual-time",
                    "--profile-only", "x:1,y;2", "--profile-exclude", "z", "--all-lines",
                    "--cpu-percent-threshold", "0.25", "--memory", "--malloc-threshold", "3M",
@@ -267,9 +285,9 @@ static void test_handover_round_trip(void)
               same(back.profile_only[1], "y;2") && back.n_profile_exclude == 1 &&
               same(back.profile_exclude[0], "z") && back.all_lines &&
               back.cpu_percent_threshold == 0.25 && back.memory &&
-              back.malloc_threshold == (3u << 20) && back.gpu == 0 && back.verbose &&
-              back.stacks && back.format == sonde_format_named("speedscope") &&
-              same(back.outfile, odd_path) && back.outfile != odd_path,
+              back.malloc_threshold == (3u << 20) && back.gpu == 0 && back.verbose && back.stacks &&
+              back.format == sonde_format_named("speedscope") && same(back.outfile, odd_path) &&
+              back.outfile != odd_path,
           "ropts_handover_round_trip", "rc %d drc %d err %s enc %s", rc, drc, err,
           enc.data ? enc.data : "");
     sonde_run_opts_free(&back);
@@ -304,18 +322,18 @@ static void test_handover_malformed(void)
     sonde_run_opts_t back = {0};
     char err[512];
     static const char *const bad[] = {
-        "8:interval",                  /* no comma */
-        "8:interval,4:0.01",           /* value not closed */
-        "9:interval,4:0.01,",          /* length off by one */
-        "99999999999999999999:x,",     /* absurd length */
-        "8:interval,1:0,",             /* value out of range */
-        "5:bogus,1:1,",                /* unknown key */
-        "6:format,3:png,",             /* unknown format */
-        "3:gpu,1:2,",                  /* not -1, 0, 1 */
-        "6:stacks,3:yes,",             /* not a flag */
-        "12:profile_only,3:a,b,",      /* one pattern per field */
-        "7:outfile,0:,",               /* empty file name */
-        "x:",                          /* not a netstring */
+        "8:interval",              /* no comma */
+        "8:interval,4:0.01",       /* value not closed */
+        "9:interval,4:0.01,",      /* length off by one */
+        "99999999999999999999:x,", /* absurd length */
+        "8:interval,1:0,",         /* value out of range */
+        "5:bogus,1:1,",            /* unknown key */
+        "6:format,3:png,",         /* unknown format */
+        "3:gpu,1:2,",              /* not -1, 0, 1 */
+        "6:stacks,3:yes,",         /* not a flag */
+        "12:profile_only,3:a,b,",  /* one pattern per field */
+        "7:outfile,0:,",           /* empty file name */
+        "x:",                      /* not a netstring */
     };
     for (size_t k = 0; k < SONDE_ARRAY_LEN(bad); k++) {
         err[0] = 0;

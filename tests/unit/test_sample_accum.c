@@ -148,8 +148,8 @@ static void test_accum(void)
     int rc = sonde_accum_to_profile(&acc, &names, &how, &prof);
     check(rc == 0, "convert_rc", "%d", rc);
     sonde_file_stats_t *file = sonde_profile_file(&prof, "/srv/app.py");
-    check(file && file->n_lines == 2 && prof.n_files == 1, "convert_lines_under_cwd",
-          "%zu files", prof.n_files);
+    check(file && file->n_lines == 2 && prof.n_files == 1, "convert_lines_under_cwd", "%zu files",
+          prof.n_files);
     bool line_ok = false, func_ok = false;
     for (size_t i = 0; file && i < file->n_lines; i++)
         if (file->lines[i].lineno == 3)
@@ -186,8 +186,8 @@ static void test_accum(void)
     char expect[48];
     sonde_stack_marker_name(left_out, expect, sizeof expect);
     const sonde_stack_frame_t *mark = cut ? frame_of(&prof, cut, SONDE_STACK_KEEP_ROOT) : NULL;
-    check(cut && cut->samples == 3 && strcmp(frame_of(&prof, cut, 0)->func, "main") == 0 &&
-              mark && strcmp(mark->func, expect) == 0 && mark->file[0] == 0 &&
+    check(cut && cut->samples == 3 && strcmp(frame_of(&prof, cut, 0)->func, "main") == 0 && mark &&
+              strcmp(mark->func, expect) == 0 && mark->file[0] == 0 &&
               strcmp(frame_of(&prof, cut, SONDE_STACK_MAX_DEPTH - 1)->func, "recurse") == 0,
           "convert_marker_frame", "marker %s", mark ? mark->func : "-");
     sonde_profile_free(&prof);

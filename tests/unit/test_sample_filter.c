@@ -29,7 +29,8 @@ static void test_rule(void)
     sonde_codefilter_t f = {0};
     check(sonde_codefilter_add_lib_dir(&f, "/usr/lib/python3.11//") == 0 &&
               sonde_codefilter_add_lib_dir(&f, "/usr/lib/python3.11") == 0 &&
-              sonde_codefilter_add_lib_dir(&f, "") == 0 && sonde_codefilter_add_lib_dir(&f, NULL) == 0,
+              sonde_codefilter_add_lib_dir(&f, "") == 0 &&
+              sonde_codefilter_add_lib_dir(&f, NULL) == 0,
           "filter_lib_dirs_added", "rc");
     check(f.n_lib_prefixes == 1 && strcmp(f.lib_prefixes[0], "/usr/lib/python3.11/") == 0,
           "filter_lib_dirs_deduplicated", "%d prefixes, first %s", f.n_lib_prefixes,
@@ -97,19 +98,18 @@ static void test_cache(void)
         sonde_codecache_wants(&cache, &f, &names, 0);
         sonde_codecache_wants(&cache, &f, &names, 1);
     }
-    check(fake.lookups == lookups, "cache_asks_once_per_code", "%d lookups after %d",
-          fake.lookups, lookups);
+    check(fake.lookups == lookups, "cache_asks_once_per_code", "%d lookups after %d", fake.lookups,
+          lookups);
 
     /* A code id the reader cannot name yet is not cached as refused. */
-    check(!sonde_codecache_wants(&cache, &f, &names, 5), "cache_unknown_code_refused",
-          "accepted");
+    check(!sonde_codecache_wants(&cache, &f, &names, 5), "cache_unknown_code_refused", "accepted");
     fake.n = 6;
     fake.codes[5] = (sonde_pycode_t){0, "/home/u/later.py", "later", 1};
     check(sonde_codecache_wants(&cache, &f, &names, 5), "cache_unknown_code_asked_again",
           "still refused");
     /* Ids far beyond the first table size grow it. */
-    check(!sonde_codecache_wants(&cache, &f, &names, 100000) && cache.cap > 100000,
-          "cache_grows", "cap %zu", cache.cap);
+    check(!sonde_codecache_wants(&cache, &f, &names, 100000) && cache.cap > 100000, "cache_grows",
+          "cap %zu", cache.cap);
     check(!sonde_codecache_wants(&cache, &f, &names, SONDE_AFRAME_MARKER_CODE),
           "cache_marker_never_profiled", "accepted");
     sonde_codecache_free(&cache);

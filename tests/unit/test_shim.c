@@ -77,8 +77,8 @@ static void start(uint64_t sample_bytes, uint64_t copy_bytes)
 
 /* Sum of the weights of one kind of event (optionally on one thread), the
  * Python share, and the count. */
-static double weight_sum(int from, sonde_shim_event_kind_t kind, pthread_t *thread,
-                         double *python, int *count)
+static double weight_sum(int from, sonde_shim_event_kind_t kind, pthread_t *thread, double *python,
+                         int *count)
 {
     double sum = 0, py = 0;
     int n = 0, end = atomic_load(&n_events);
@@ -362,8 +362,8 @@ static void test_sites(void)
 static void test_realloc_moves(void)
 {
     int from = atomic_load(&n_events);
-    char *p = malloc(8 * MIB);   /* sampled: p = 1 - e^-8 */
-    char *keep = malloc(64);     /* so that p cannot grow in place below */
+    char *p = malloc(8 * MIB); /* sampled: p = 1 - e^-8 */
+    char *keep = malloc(64);   /* so that p cannot grow in place below */
     int mid = atomic_load(&n_events);
     char *q = realloc(p, 64 * MIB);
     int end = atomic_load(&n_events);
@@ -372,7 +372,8 @@ static void test_realloc_moves(void)
         frees += events[i].event.kind == SONDE_SHIM_EV_FREE && events[i].event.size == 8 * MIB;
         allocs += events[i].event.kind == SONDE_SHIM_EV_ALLOC && events[i].event.size == 64 * MIB;
     }
-    check(q && (q == p || (frees == 1 && allocs == 1)) && count_kind(from, SONDE_SHIM_EV_ALLOC) >= 1,
+    check(q && (q == p || (frees == 1 && allocs == 1)) &&
+              count_kind(from, SONDE_SHIM_EV_ALLOC) >= 1,
           "shim_realloc_moved_is_free_and_alloc", "moved %d: %d frees, %d allocs", q != p, frees,
           allocs);
     free(q);
