@@ -85,7 +85,7 @@ static bool proc_layout_fits(const sonde_pyoffsets_t *off)
            proc_span(thread, SONDE_ARRAY_LEN(thread)) <= SONDE_PYREAD_THREAD_SPAN_MAX &&
            proc_end(code, SONDE_ARRAY_LEN(code)) <= SONDE_PYREAD_CODE_HEADER_MAX &&
            proc_span(gil, SONDE_ARRAY_LEN(gil)) <= SONDE_PYREAD_GIL_SPAN_MAX &&
-           off->unicode_ascii_size <= SONDE_PYREAD_CODE_HEADER_MAX;
+           sonde__pystr_layout_ok(off);
 }
 
 /* Whether byte `at` of _Py_DebugOffsets feeds one of the table's fields. */

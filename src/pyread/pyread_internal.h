@@ -20,6 +20,13 @@
 #define SONDE_PYREAD_THREAD_SPAN_MAX 512
 #define SONDE_PYREAD_CODE_HEADER_MAX 512
 #define SONDE_PYREAD_GIL_SPAN_MAX 64
+/* A str header is at most this big in any supported layout (unicode.c). */
+#define SONDE_PYREAD_STR_HEADER_MAX 128
+
+/* Whether unicode.c can read str objects of this layout within its header
+ * buffer (every field it reads inside the bytes it reads; shifts inside the
+ * 32-bit state word). unicode.c */
+bool sonde__pystr_layout_ok(const sonde_pyoffsets_t *off);
 
 /* ---- proc.c ------------------------------------------------------------- */
 

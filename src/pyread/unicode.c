@@ -15,8 +15,7 @@
 
 /* Characters read per system call when converting. */
 #define STR_CHUNK_CHARS 512
-/* A str header is at most this big in any supported layout. */
-#define STR_HEADER_MAX 128
+#define STR_HEADER_MAX SONDE_PYREAD_STR_HEADER_MAX
 
 #define STR_REPLACEMENT 0xFFFDu
 
@@ -92,6 +91,32 @@ full:
     return (int)used;
 }
 
+/* Whether field `at` (`size` bytes) lies in the first `within` bytes. */
+static bool str_inside(int32_t at, int32_t size, int32_t within)
+{
+    return at >= 0 && at + size <= within;
+}
+
+static bool str_shift_ok(int32_t shift, int32_t bits)
+{
+    return shift < 0 || (shift + bits <= 32);
+}
+
+bool sonde__pystr_layout_ok(const sonde_pyoffsets_t *off)
+{
+    int32_t full = off->unicode_data_any + 8;
+    return off->unicode_ascii_size > 0 && off->unicode_ascii_size <= STR_HEADER_MAX &&
+           off->unicode_compact_size >= 0 && off->unicode_compact_size <= STR_HEADER_MAX &&
+           str_inside(off->unicode_data_any, 8, STR_HEADER_MAX) &&
+           str_inside(off->unicode_state, 4, off->unicode_ascii_size) &&
+           str_inside(off->unicode_length, 8, off->unicode_ascii_size) &&
+           (off->unicode_wstr < 0 || str_inside(off->unicode_wstr, 8, full)) &&
+           (off->unicode_wstr_length < 0 || str_inside(off->unicode_wstr_length, 8, full)) &&
+           str_shift_ok(off->unicode_kind_shift, 3) &&
+           str_shift_ok(off->unicode_compact_shift, 1) &&
+           str_shift_ok(off->unicode_ascii_shift, 1) && str_shift_ok(off->unicode_ready_shift, 1);
+}
+
 /* Reads the str object at addr as UTF-8 (see pyread_internal.h). */
 int sonde_pystr_read(sonde_mem_t *mem, const sonde_pyoffsets_t *off, uint64_t addr, char *out,
                      size_t cap)
@@ -103,9 +128,7 @@ int sonde_pystr_read(sonde_mem_t *mem, const sonde_pyoffsets_t *off, uint64_t ad
 
     if (cap == 0) return -EINVAL;
     out[0] = 0;
-    if (off->unicode_ascii_size <= 0 || off->unicode_compact_size > STR_HEADER_MAX ||
-        off->unicode_data_any + 8 > STR_HEADER_MAX)
-        return -EINVAL;
+    if (!sonde__pystr_layout_ok(off)) return -EINVAL;
     rc = sonde_mem_read(mem, addr, header, (size_t)off->unicode_ascii_size);
     if (rc != 0) return rc;
 

@@ -99,6 +99,8 @@ static void check_follows_blob(const sonde_pyoffsets_t *off)
         "free-threaded",
         "offset out of bounds",
         "frame fields spread too wide",
+        "a str header larger than the reader's buffer",
+        "a str field outside the str header",
     };
     for (size_t c = 0; c < SONDE_ARRAY_LEN(cases); c++) {
         forge(off, blob, len, 0);
@@ -118,6 +120,19 @@ static void check_follows_blob(const sonde_pyoffsets_t *off)
                 if (off->debug_fields[i].field == SONDE_PYDEBUG_FIELD(frame_back))
                     put64(blob, off->debug_fields[i].at, c == 3 ? 1u << 20 : 4096);
             break;
+        case 5:
+        case 6: {
+            int32_t field = c == 5 ? SONDE_PYDEBUG_FIELD(unicode_ascii_size)
+                                   : SONDE_PYDEBUG_FIELD(unicode_state);
+            bool found = false;
+            for (int i = 0; i < off->n_debug_fields; i++)
+                if (off->debug_fields[i].field == field && off->debug_fields[i].minus_at < 0) {
+                    put64(blob, off->debug_fields[i].at, c == 5 ? 400 : 300);
+                    found = true;
+                }
+            if (!found) continue; /* this version's blob does not carry it */
+            break;
+        }
         }
         rc = apply(off, blob, len, &layout);
         snprintf(name, sizeof name, "3.%d refuses a _Py_DebugOffsets with %s", off->minor,
