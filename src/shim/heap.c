@@ -147,8 +147,14 @@ void sonde__shim_heap_sample(sonde__shim_thread_t *t, void *ptr, size_t size, bo
 {
     uint32_t gen = sonde_atomic_load_relaxed(&sonde__shim_gen);
     uint64_t mean = sonde__shim_config.sample_bytes;
-    if (gen == 0 || t->guard || t->gen != gen || !ptr) {
+    if (gen == 0 || t->guard || !ptr) {
         t->sample_countdown = SHIM_IDLE_COUNTDOWN; /* not counting: look again later */
+        return;
+    }
+    if (t->gen != gen) {
+        /* first count of this thread in this session (Python's wrappers
+         * reach here without sonde__shim_enter): a fresh draw, no sample */
+        sonde__shim_thread_reset(t, gen);
         return;
     }
     /* The next mark is an exponential draw past the end of this block,

@@ -121,7 +121,9 @@ static void *shim_py_realloc(void *ctx, void *ptr, size_t size)
     void *moved = w->original.realloc(w->original.ctx, ptr, size);
     t->python_depth--;
     if (sampled) {
-        if (moved == ptr || (!moved && size != 0))
+        /* Python's allocators never free on realloc(p, 0) (they make it
+         * 1 byte): NULL is a failure, and p is still live */
+        if (moved == ptr || !moved)
             sonde__shim_heap_put(ptr, &entry);
         else
             sonde__shim_heap_report_free(&entry);
