@@ -424,8 +424,16 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
         return rc;
     }
     if (opts->memory && (rc = sonde_memory_start_gil(&s->memory, opts, &s->filter)) < 0) {
+        /* the memory profiler's exception survives the sampler's stop,
+         * which takes its GC callback out of gc.callbacks */
+        PyObject *type = NULL, *value = NULL, *tb = NULL;
+        PyErr_Fetch(&type, &value, &tb);
         sonde_sampler_stop(&s->sampler);
         session_clear(s);
+        PyErr_Restore(type, value, tb);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the memory profiler: %s",
+                         strerror(-rc));
         return rc;
     }
     s->active = true;
