@@ -45,21 +45,26 @@ def _within(got, want, tolerance, what):
 # 1 - e^-2, so a line's total has a standard error of 1.4 %; 10 % is 7 of
 # them. The freeing line's live bytes are at most one block's weight.
 
+# bytes objects are one allocation each (header and data together) and
+# the list is made once, so each line makes exactly 800 objects: a sampled
+# small allocation on the line (a bytearray's header, a list growing)
+# would stand for M/size objects, and the object counts could not be
+# checked against 800.
 KEEP_FREE = """
     import time
 
-    kept = []
+    kept = [None] * 800
 
-    def keep():
-        kept.append(bytearray(1 << 20))  # @keep
+    def keep(i):
+        kept[i] = bytes(1 << 20)  # @keep
 
     def churn():
-        block = bytearray(1 << 20)  # @churn
+        block = bytes(1 << 20)  # @churn
         del block
 
     start = time.perf_counter()
     for i in range(800):
-        keep()
+        keep(i)
         churn()
         while time.perf_counter() < start + 0.0025 * (i + 1):
             pass
