@@ -49,12 +49,11 @@ bind_tree() {
     mountpoint -q "$DIR$TREE" || mount --bind "$TREE" "$DIR$TREE" || return 1
 }
 
+# every mount inside the chroot, innermost first (other trees' too: a run
+# cut short leaves its binds behind, and a tree under /tmp sits on /tmp's)
 do_umount() {
-    mountpoint -q "$DIR$TREE" && umount "$DIR$TREE"
-    mountpoint -q "$DIR/tmp" && umount "$DIR/tmp"
-    mountpoint -q "$DIR/dev/pts" && umount "$DIR/dev/pts"
-    mountpoint -q "$DIR/dev" && umount "$DIR/dev"
-    mountpoint -q "$DIR/proc" && umount "$DIR/proc"
+    awk -v d="$DIR/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r |
+        while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
     return 0
 }
 
