@@ -115,8 +115,12 @@ def test_keyboard_interrupt_keeps_profile(env):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)
         """)
-    plain = env.run_python([script])
-    proc, prof = env.profile(script)
+    # as from a terminal: a test run started in the background inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    def default_sigint():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    plain = env.run_python([script], preexec_fn=default_sigint)
+    proc, prof = env.profile(script, preexec_fn=default_sigint)
     check(proc.returncode == plain.returncode == -signal.SIGINT,
           "exit %d (python: %d)" % (proc.returncode, plain.returncode))
     check("KeyboardInterrupt" in proc.stderr, proc.stderr)
