@@ -244,7 +244,7 @@ static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
  * (C work ending while it was watched, or a loop that looked still by
  * chance): such time is shared out by the line's sure answers.
  * Returns 1 native, 0 Python, -1 no answer. */
-#define SAMPLER_NATIVE_PROOF_NS 5000     /* CPU time on the one instruction, at least */
+#define SAMPLER_NATIVE_PROOF_NS 40000    /* CPU time on the one instruction, at least */
 #define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
 #define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
 #define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */

@@ -231,7 +231,7 @@ def test_operator_lines_native(env):
 def test_numpy_operator_lines_native(env):
     one_thread = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     return _operator_case(env, "numpy", [("op_matmul", "call_matmul"), ("op_muladd", "call_muladd"),
-                                         ("op_index", "call_index")], 0.6, one_thread,
+                                         ("op_index", "call_index")], 1.2, one_thread,
                           # Not yet "busy": there a * b + a read 87 % native (issue #12).
                           conditions=("unpinned", "pinned"))
 
