@@ -255,9 +255,7 @@ def test_pure_python_loops_stay_python(env):
             notes.append("%s %.1f%%" % (mark, py))
             check(py >= 95, "[%s] %s line only %.1f%% Python (%r)" % (cond, mark, py, line))
         return "Python " + ", ".join(notes)
-    # Not yet pinned or busy: there the pure loops read 85-93 % Python in
-    # some runs on 3.10 and 3.11 (the arithmetic line too, once; issue #12).
-    return _each_condition(run, ("unpinned",))
+    return _each_condition(run)
 
 
 def _stage_total(prof, script, names):
