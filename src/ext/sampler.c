@@ -102,6 +102,20 @@ static sonde_ns_t sampler_late_share(const sonde_sampler_t *s, sonde_ns_t wall_n
     return (sonde_ns_t)((double)run_ns * excess);
 }
 
+/* An answer says what the thread was doing while it was watched, the end
+ * of the tick; on a late tick (the sampler kept off its CPU) most of the
+ * running time lies well before that, and one wrong answer (a stall taken
+ * for native code, see sampler_stays_native) would carry all of it. So
+ * an answer carries at most SAMPLER_ANSWER_INTERVALS intervals; the rest
+ * is charged to the same line unsure, shared out by all its answers.
+ * Returns the part of run_ns beyond the answer's reach. */
+#define SAMPLER_ANSWER_INTERVALS 2
+static sonde_ns_t sampler_beyond_answer(const sonde_sampler_t *s, sonde_ns_t run_ns, int answer)
+{
+    sonde_ns_t reach = SAMPLER_ANSWER_INTERVALS * s->interval_ns;
+    return answer >= 0 && run_ns > reach ? run_ns - reach : 0;
+}
+
 /* Adds running time to the thread's previous place, as classified there
  * (no new sample, no new answer). */
 static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampler_thread *t,
@@ -400,7 +414,9 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     if (run_ns + system_ns == 0) return;
     sonde_ns_t prev_ns = had_previous ? sampler_late_share(s, wall_ns, run_ns) : 0;
     if (prev_ns) sampler_charge_previous(s, &previous, prev_ns);
-    sampler_charge(s, key, run_ns - prev_ns, answer, in_call, system_ns);
+    sonde_ns_t here_ns = run_ns - prev_ns, beyond_ns = sampler_beyond_answer(s, here_ns, answer);
+    sampler_charge(s, key, here_ns - beyond_ns, answer, in_call, system_ns);
+    if (beyond_ns) sampler_charge(s, key, beyond_ns, -1, in_call, 0);
     if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
         sonde_accum_add_stack(&s->acc, sonde_accum_slot(&s->acc, t->key.tid), walk.frames,
                               walk.depth, 1, run_ns + system_ns);
