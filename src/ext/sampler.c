@@ -254,9 +254,10 @@ static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
  * on a busy machine it does not itself keep the thread off its CPU. The
  * looks cost the program nothing: they are reads from this thread. A
  * thread that does not run long enough within the budget gives no answer,
- * and so does a move seen after SAMPLER_NATIVE_UNSURE_LOOKS agreeing looks
- * (C work ending while it was watched, or a loop that looked still by
- * chance): such time is shared out by the line's sure answers.
+ * and so does a move seen only after the thread ran SAMPLER_NATIVE_PROOF_NS
+ * (C work ending while it was watched, or looks too far apart in the
+ * thread's time to tell, as when the sampler shares its CPU): such time is
+ * shared out by the line's sure answers.
  *
  * A thread can also stand still while its CPU clock runs: on a virtual
  * machine the host stops a virtual CPU for tens to hundreds of
@@ -275,7 +276,6 @@ static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
 #define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
 #define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
 #define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */
-#define SAMPLER_NATIVE_UNSURE_LOOKS 3    /* agreeing looks before a move makes it unsure */
 #define SAMPLER_NATIVE_CONFIRM_NS 200000 /* after the proof, sleep this long and look again */
 
 static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
@@ -296,17 +296,17 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
         if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return -1;
         int rc = sonde_pyframe_iter_next(&it, &again);
         if (rc < 0) return -1;
-        if (rc == 0 || it.frame_addr != w->innermost_addr ||
-            again.code_id != w->innermost.code_id ||
-            again.instr_offset != w->innermost.instr_offset)
-            /* Moved: bytecode, unless it had stayed long enough for the
-             * move to be the end of C work (then unsure, not Python: else
-             * every native stretch would lose its last looks' worth). */
-            return looks >= SAMPLER_NATIVE_UNSURE_LOOKS &&
-                           last_cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS
-                       ? -1
-                       : 0;
+        bool moved = rc == 0 || it.frame_addr != w->innermost_addr ||
+                     again.code_id != w->innermost.code_id ||
+                     again.instr_offset != w->innermost.instr_offset;
         if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
+        if (moved)
+            /* Bytecode if it moved within SAMPLER_NATIVE_PROOF_NS of CPU
+             * time. Later, unsure: the end of C work (else every native
+             * stretch would lose its last looks' worth), or looks spaced
+             * too far apart to tell (the sampler sharing the thread's
+             * CPU sees it only between time slices). */
+            return cpu - cpu0 < SAMPLER_NATIVE_PROOF_NS ? 0 : -1;
         if (sampler_gc_touched(tstate, gc_starts0, gc_running0)) return 0;
         if (cpu > last_cpu) looks++;
         sonde_ns_t now = sonde_prim_monotonic_ns();
