@@ -417,7 +417,11 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     sonde_ns_t here_ns = run_ns - prev_ns, beyond_ns = sampler_beyond_answer(s, here_ns, answer);
     sampler_charge(s, key, here_ns - beyond_ns, answer, in_call, system_ns);
     if (beyond_ns) sampler_charge(s, key, beyond_ns, -1, in_call, 0);
-    if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
+    if (s->record_stacks && walk.detached)
+        /* Every try caught a generator suspended mid-walk: the line is
+         * right, the stack would start at the generator; not kept. */
+        s->acc.partial.failed_reads++;
+    else if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
         sonde_accum_add_stack(&s->acc, sonde_accum_slot(&s->acc, t->key.tid), walk.frames,
                               walk.depth, 1, run_ns + system_ns);
 }

@@ -63,7 +63,9 @@ typedef struct sonde_line_gpu {
  * profiler, src/ext/memory*.c; the attach loop); the JSON writer always
  * writes it, the terminal report names the non-zero ones in one line. */
 typedef struct sonde_partial {
-    uint64_t failed_reads;     /* samples (or thread lists) ended by a failed read */
+    uint64_t failed_reads;     /* samples (or thread lists) ended by a failed read,
+                                  and stacks not kept because no read of
+                                  them came out whole */
     uint64_t dropped_samples;  /* samples taken but not kept: out of memory in
                                   the sampler, dropped memory samples */
     uint64_t threads_left_out; /* thread samples not taken: a tick listed more

@@ -196,6 +196,9 @@ typedef struct sonde_walk {
     bool doubtful;             /* a frame was skipped as not executing code,
                                    or the walk ended at a suspended generator's
                                    frame: the thread moved during the walk */
+    bool detached;             /* of those, the walk ended at a suspended
+                                   generator's frame: the stack misses its
+                                   callers (the line found is still right) */
 } sonde_walk_t;
 
 /* Walks tstate's stack, innermost first: finds the nearest line of a

@@ -49,6 +49,7 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
     w->innermost_addr = 0;
     w->innermost_back = 0;
     w->doubtful = false;
+    w->detached = false;
     w->frames_read = 0;
     int rc = sonde_pyframe_iter_begin(proc, tstate, &it);
     if (rc < 0) return rc;
@@ -69,6 +70,7 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
         }
     }
     w->doubtful = it.doubtful > 0 || it.detached;
+    w->detached = it.detached;
     w->frames_read = (uint32_t)it.depth;
     if (rc < 0) return rc;
     if (w->frames) {
