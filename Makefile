@@ -181,8 +181,9 @@ unit: $(UNIT_BINS)
 # `make fuzz` builds them and runs each for FUZZ_SECONDS over its checked-in
 # corpus (tests/fuzz/corpus/<name>/); it fails when a target crashes, leaks
 # or breaks an invariant (tests/fuzz/run.py saves the input under
-# build/fuzz/crashes/). A target may name the platform calls it serves
-# from its input: FUZZ_WRAP_<name> (-Wl,--wrap, see tests/fuzz/fakeproc.h).
+# build/fuzz/crashes/). The targets of the remote readers serve the
+# platform calls that reach another process from their input: they link
+# with -Wl,--wrap on them (FUZZ_LDFLAGS; tests/fuzz/fakeproc.h).
 FUZZ_SECONDS ?= 10
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -199,15 +200,16 @@ fuzz:
 
 fuzz-build: $(FUZZ_BINS)
 
-# Rewrites the seeds that the targets build themselves (well-formed
-# interpreters of every version, a process to attach to): run after a
-# layout change in src/pyread/pyoffsets_gen.h.
+# Rewrites the seeds that the targets build themselves (gen-* files: ELF
+# files, well-formed interpreters of every version, a process to attach
+# to); run after a layout change in src/pyread/pyoffsets_gen.h. The other
+# files of those corpora (inputs that found a bug) stay.
 FUZZ_SEEDED := elf pyread pyread_open
 fuzz-seeds:
 	@$(MAKE) --no-print-directory -s -j2 BUILD=build/fuzz CC=clang \
 	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" fuzz-build
 	@for t in $(FUZZ_SEEDED); do \
-	    rm -rf tests/fuzz/corpus/$$t; mkdir -p tests/fuzz/corpus/$$t; \
+	    mkdir -p tests/fuzz/corpus/$$t; rm -f tests/fuzz/corpus/$$t/gen-*; \
 	    SONDE_FUZZ_WRITE_SEEDS=tests/fuzz/corpus/$$t build/fuzz/bin/fuzz_$$t || exit 1; \
 	done
 

@@ -625,12 +625,13 @@ static FUZZ_UNUSED void fake_elf(fake_image_t *f, const fake_elf_spec_t *spec)
     memcpy(f->bytes + eh, &header, sizeof header);
 }
 
-/* Writes len bytes to dir/name; aborts on failure (seed writing only). */
+/* Writes len bytes to dir/gen-name (`make fuzz-seeds` replaces the gen-
+ * files); aborts on failure (seed writing only). */
 static FUZZ_UNUSED void fake_write_seed(const char *dir, const char *name, const void *data,
                                         size_t len)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/gen-%s", dir, name);
     FILE *f = fopen(path, "wb");
     if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
         perror(path);

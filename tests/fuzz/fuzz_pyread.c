@@ -13,7 +13,8 @@
  * bit 3 --profile-all. The reader is opened as the in-process sampler
  * opens it (3.13+: _Py_DebugOffsets read from the memory), lists the
  * threads and walks each stack three ways (the frame iterator, the walk,
- * the checked walk), twice (the second through the warm code cache);
+ * the checked walk), twice (the second through the warm code cache), then
+ * once more with a second reader (a cold cache, the other way of reading);
  * the stacks go through the accumulators into a profile, written in
  * every format but HTML.
  *
@@ -22,7 +23,10 @@
  * bound, each naming a cached code object whose file and function are
  * NUL-terminated valid UTF-8 of at most SONDE_PY_MAX_STRING bytes, lines
  * >= -1; the kept stack at most SONDE_STACK_MAX_DEPTH frames with a marker
- * exactly when frames were left out; the JSON and speedscope documents
+ * exactly when frames were left out; every walk of the same memory sees
+ * the same frames (code, line, call, offset; the same code ids in one
+ * reader): the cache and the snapshot are invisible; the JSON and
+ * speedscope documents
  * parse (cJSON), the folded lines end in a count.
  *
  * Seeds: SONDE_FUZZ_WRITE_SEEDS=DIR build/fuzz/bin/fuzz_pyread writes
@@ -76,22 +80,67 @@ static void check_code(const sonde_pyproc_t *proc, uint32_t code_id)
     fuzz_assert(valid_utf8(code->filename) && valid_utf8(code->name), "a name that is not UTF-8");
 }
 
-/* The frame iterator, to its end. */
-static void walk_iter(sonde_pyproc_t *proc, uint64_t tstate)
+/* What one walk of the frame iterator saw. */
+typedef struct walk_record {
+    int rc, n; /* the iterator's last result; frames seen */
+    bool truncated, detached;
+    int depth;
+    struct {
+        sonde_pyframe_t frame;
+        const sonde_pycode_t *code; /* in the reader's cache */
+    } frames[SONDE_PY_MAX_DEPTH];
+} walk_record_t;
+
+/* The frame iterator, to its end, into *rec. */
+static void walk_iter(sonde_pyproc_t *proc, uint64_t tstate, walk_record_t *rec)
 {
     sonde_pyframe_iter_t it;
     sonde_pyframe_t frame;
-    int n = 0, rc;
-    if (sonde_pyframe_iter_begin(proc, tstate, &it) != 0) return;
+    int rc;
+    rec->n = rec->depth = 0;
+    rec->truncated = rec->detached = false;
+    rec->rc = sonde_pyframe_iter_begin(proc, tstate, &it);
+    if (rec->rc != 0) return;
     while ((rc = sonde_pyframe_iter_next(&it, &frame)) == 1) {
-        n++;
-        fuzz_assert(n <= SONDE_PY_MAX_DEPTH, "more than SONDE_PY_MAX_DEPTH frames");
+        fuzz_assert(rec->n < SONDE_PY_MAX_DEPTH, "more than SONDE_PY_MAX_DEPTH frames");
         fuzz_assert(frame.lineno >= -1 && frame.instr_offset >= -1, "line %d offset %d",
                     frame.lineno, frame.instr_offset);
         check_code(proc, frame.code_id);
+        rec->frames[rec->n].frame = frame;
+        rec->frames[rec->n].code = sonde_pyproc_code(proc, frame.code_id);
+        rec->n++;
     }
     fuzz_assert(rc <= 0 && it.next_frame == 0, "an iterator not finished");
     fuzz_assert(it.depth <= SONDE_PY_MAX_DEPTH, "depth %d", it.depth);
+    rec->rc = rc;
+    rec->truncated = it.truncated;
+    rec->detached = it.detached;
+    rec->depth = it.depth;
+}
+
+/* Two walks of the same memory saw the same stack: the code cache (warm,
+ * or another reader's cold one) and the page snapshot change nothing.
+ * same_ids: both walks used one reader, so code ids match too. */
+static void same_walks(const walk_record_t *a, const walk_record_t *b, bool same_ids)
+{
+    fuzz_assert(a->rc == b->rc && a->n == b->n && a->truncated == b->truncated &&
+                    a->detached == b->detached && a->depth == b->depth,
+                "walks of the same memory differ: rc %d/%d, %d/%d frames, depth %d/%d", a->rc,
+                b->rc, a->n, b->n, a->depth, b->depth);
+    for (int i = 0; i < a->n; i++) {
+        const sonde_pyframe_t *fa = &a->frames[i].frame, *fb = &b->frames[i].frame;
+        const sonde_pycode_t *ca = a->frames[i].code, *cb = b->frames[i].code;
+        fuzz_assert(fa->lineno == fb->lineno && fa->in_call == fb->in_call &&
+                        fa->instr_offset == fb->instr_offset,
+                    "frame %d: line %d/%d, in_call %d/%d, offset %d/%d", i, fa->lineno, fb->lineno,
+                    fa->in_call, fb->in_call, fa->instr_offset, fb->instr_offset);
+        fuzz_assert(!same_ids || fa->code_id == fb->code_id, "frame %d: code id %u/%u", i,
+                    fa->code_id, fb->code_id);
+        fuzz_assert(ca->addr == cb->addr && ca->firstlineno == cb->firstlineno &&
+                        strcmp(ca->filename, cb->filename) == 0 && strcmp(ca->name, cb->name) == 0,
+                    "frame %d: another code object (%s %s / %s %s)", i, ca->filename, ca->name,
+                    cb->filename, cb->name);
+    }
 }
 
 static void check_walk(const sonde_pyproc_t *proc, const sonde_walk_t *w)
@@ -161,10 +210,37 @@ static void write_reports(sonde_pyproc_t *proc, const sonde_accum_t *acc)
     sonde_profile_free(&prof);
 }
 
-static void fuzz_threads(sonde_pyproc_t *proc, uint8_t flags)
+static walk_record_t records[FUZZ_WALKED], again;
+
+/* A second reader of the same memory, with a cold cache and the other
+ * way of reading (page snapshot or not), walks the same stacks. */
+static void second_reader(const sonde_pyproc_t *first, uint64_t code_type,
+                          const sonde_pythread_t *threads, int n, uint8_t flags)
+{
+    sonde_pyproc_t proc;
+    unsigned long hex = 3ul << 24 | (unsigned long)first->version_minor << 16;
+    int rc = sonde_pyproc_open_self(&proc, hex, first->runtime_addr, code_type);
+    fuzz_assert(rc == 0, "a second open of the same memory failed: %d", rc);
+    proc.pthread_tid_offset = first->pthread_tid_offset;
+    bool snapshot = !(flags & FLAG_SNAPSHOT);
+    if (snapshot) {
+        proc.mem.self = false;
+        proc.mem.pid = FAKE_PID;
+    }
+    for (int i = 0; i < n && i < FUZZ_WALKED; i++) {
+        if (snapshot) sonde_mem_snapshot_begin(&proc.mem);
+        walk_iter(&proc, threads[i].tstate, &again);
+        if (snapshot) sonde_mem_snapshot_end(&proc.mem);
+        same_walks(&records[i], &again, false);
+    }
+    sonde_pyproc_close(&proc);
+}
+
+static void fuzz_threads(sonde_pyproc_t *proc, uint64_t code_type, uint8_t flags)
 {
     static sonde_aframe_t frames[SONDE_PY_MAX_DEPTH], spare[SONDE_PY_MAX_DEPTH];
     sonde_pythread_t threads[FUZZ_MAX_THREADS];
+    int n_first = -1;
     sonde_codefilter_t filter;
     sonde_codecache_t codes;
     sonde_accum_t acc;
@@ -179,12 +255,15 @@ static void fuzz_threads(sonde_pyproc_t *proc, uint8_t flags)
     for (int pass = 0; pass < 2; pass++) { /* the second through the warm cache */
         int n = sonde_pyproc_threads(proc, threads, FUZZ_MAX_THREADS);
         fuzz_assert(n <= FUZZ_MAX_THREADS, "%d threads of %d asked", n, FUZZ_MAX_THREADS);
+        fuzz_assert(pass == 0 || n == n_first, "%d threads, then %d", n_first, n);
+        n_first = n;
         for (int i = 0; i < n && i < FUZZ_WALKED; i++) {
             uint64_t tstate = threads[i].tstate;
             fuzz_assert(threads[i].native_tid >= 0 && threads[i].native_tid < (1 << 22),
                         "native tid %d", (int)threads[i].native_tid);
             if (flags & FLAG_SNAPSHOT) sonde_mem_snapshot_begin(&proc->mem);
-            walk_iter(proc, tstate);
+            walk_iter(proc, tstate, pass == 0 ? &records[i] : &again);
+            if (pass == 1) same_walks(&records[i], &again, true);
             sonde_walk_t w = {.frames = NULL};
             if (sonde_walk_thread(&w, proc, tstate, &codes, &filter) == 0) check_walk(proc, &w);
             w = (sonde_walk_t){.frames = frames, .spare = spare};
@@ -198,6 +277,7 @@ static void fuzz_threads(sonde_pyproc_t *proc, uint8_t flags)
             if (flags & FLAG_SNAPSHOT) sonde_mem_snapshot_end(&proc->mem);
         }
     }
+    if (n_first > 0) second_reader(proc, code_type, threads, n_first, flags);
     write_reports(proc, &acc);
     sonde_accum_free(&acc);
     sonde_codecache_free(&codes);
@@ -217,8 +297,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     sonde_pyproc_t proc;
     unsigned long hex = 3ul << 24 | (unsigned long)minor << 16;
-    int rc =
-        sonde_pyproc_open_self(&proc, hex, FAKE_BASE, (flags & FLAG_CODE_TYPE) ? code_type : 0);
+    if (!(flags & FLAG_CODE_TYPE)) code_type = 0; /* learnt from its tp_name */
+    int rc = sonde_pyproc_open_self(&proc, hex, FAKE_BASE, code_type);
     if (rc != 0) {
         fuzz_assert(rc == -ENOTSUP || rc == -EFAULT || rc == -ENOMEM, "open: %d", rc);
         fuzz_assert(proc.codes == NULL && proc.own_layout == NULL, "a failed open kept memory");
@@ -230,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         proc.mem.self = false;
         proc.mem.pid = FAKE_PID;
     }
-    fuzz_threads(&proc, flags);
+    fuzz_threads(&proc, code_type, flags);
     sonde_pyproc_close(&proc);
     fake_mem = NULL;
     fake_mem_len = 0;
