@@ -50,9 +50,8 @@ static ssize_t remote_read_file(const char *path, char *buf, size_t len)
     return (ssize_t)used;
 }
 
-/* Parses "pid (comm) S ppid ..." (comm may hold anything, so the state
- * follows the last ')'). Returns 0 or -EINVAL. */
-static int remote_parse_stat(const char *text, char *state, pid_t *ppid)
+/* Parses "pid (comm) S ppid ..." (prim_internal.h). */
+int sonde__prim_parse_stat(const char *text, char *state, pid_t *ppid)
 {
     const char *close_paren = strrchr(text, ')');
     if (!close_paren || close_paren[1] != ' ' || !close_paren[2]) return -EINVAL;
@@ -80,7 +79,7 @@ int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
     char text[REMOTE_STAT_MAX];
     ssize_t n = sonde__prim_task_read(t->pid, t->tid, "stat", &t->stat_fd, text, sizeof text);
     if (n < 0) return (int)n;
-    return remote_parse_stat(text, state, NULL);
+    return sonde__prim_parse_stat(text, state, NULL);
 }
 
 int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *runq_ns)
@@ -242,7 +241,7 @@ int sonde_prim_proc_state(pid_t pid, char *state, pid_t *ppid)
     ssize_t n = remote_read_file(path, text, sizeof text);
     if (n < 0) return (int)n;
     if (n == 0) return -ESRCH;
-    return remote_parse_stat(text, state, ppid);
+    return sonde__prim_parse_stat(text, state, ppid);
 }
 
 /* readlink of /proc/PID/<name> into buf. */

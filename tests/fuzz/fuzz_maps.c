@@ -3,7 +3,7 @@
  * byte but NUL and newline): the /proc/PID/maps parser
  * (src/pyread/maps.c: one line, the images of an interpreter, the minor
  * version in a file name) and the task-file parsers of src/prim
- * (schedstat, syscall).
+ * (stat, whose comm may hold anything; schedstat; syscall).
  *
  * Input: the executable's path (up to the first newline; an empty one
  * means unknown), then the text of a maps file. Checked: a parsed line has
@@ -70,6 +70,14 @@ static void check_task_text(const char *text)
     long nr = 0;
     if (sonde__prim_parse_schedstat(text, &cpu, &runq) != 0)
         fuzz_assert(cpu == 0 && runq == 0, "a failed parse wrote figures");
+    char state = 0;
+    pid_t ppid = -1;
+    if (sonde__prim_parse_stat(text, &state, &ppid) == 0) {
+        const char *paren = strrchr(text, ')');
+        fuzz_assert(paren && state == paren[2] && state != 0, "state '%c' is not after the comm",
+                    state);
+        fuzz_assert(ppid >= 0 && ppid <= (1 << 22), "ppid %d", (int)ppid);
+    }
     sonde_thread_wait_t wait = sonde_prim_parse_syscall(text, &nr);
     fuzz_assert(wait >= SONDE_WAIT_RUNNING && wait <= SONDE_WAIT_UNKNOWN, "wait %d", (int)wait);
     fuzz_assert(wait == SONDE_WAIT_THREAD || wait == SONDE_WAIT_SYSTEM || nr == -1,

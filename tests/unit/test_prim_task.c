@@ -1,5 +1,5 @@
-/* test_prim_task.c — the /proc task-file reader and the schedstat and
- * syscall parsers that the in-process sampler and the attach reader share
+/* test_prim_task.c — the /proc task-file reader and the stat, schedstat
+ * and syscall parsers that the in-process sampler and the attach reader share
  * (src/prim/prim_internal.h, prim.h).
  *
  * Reads this process's own thread through both spellings of the path
@@ -100,10 +100,30 @@ static void test_syscall(void)
           nr);
 }
 
+static void test_stat(void)
+{
+    char state = 0;
+    pid_t ppid = 0;
+    int rc = sonde__prim_parse_stat("4242 (python3) S 77 4242 4242 0 -1\n", &state, &ppid);
+    check(rc == 0 && state == 'S' && ppid == 77, "stat_plain", "rc %d state %c ppid %d", rc, state,
+          (int)ppid);
+    /* a comm of its own choosing: spaces, parentheses, a newline */
+    rc = sonde__prim_parse_stat("4242 (x) R 1\n) (y) Z 9) D 5 0 0\n", &state, &ppid);
+    check(rc == 0 && state == 'D' && ppid == 5, "stat_hostile_comm", "rc %d state %c ppid %d", rc,
+          state, (int)ppid);
+    check(sonde__prim_parse_stat("4242 (x) S", &state, &ppid) == -EINVAL, "stat_no_ppid", "parsed");
+    check(sonde__prim_parse_stat("4242 (x) S 99999999", &state, &ppid) == -EINVAL,
+          "stat_ppid_out_of_range", "parsed");
+    check(sonde__prim_parse_stat("4242 (x)", &state, NULL) == -EINVAL &&
+              sonde__prim_parse_stat("no paren", &state, NULL) == -EINVAL,
+          "stat_malformed", "parsed");
+}
+
 int main(void)
 {
     test_task_read();
     test_schedstat();
     test_syscall();
+    test_stat();
     return check_exit_code();
 }
