@@ -23,7 +23,9 @@
  * bound, each naming a cached code object whose file and function are
  * NUL-terminated valid UTF-8 of at most SONDE_PY_MAX_STRING bytes, lines
  * >= -1; the kept stack at most SONDE_STACK_MAX_DEPTH frames with a marker
- * exactly when frames were left out; every walk of the same memory sees
+ * exactly when frames were left out, the frames the iterator read
+ * otherwise, the same line as the walk that looks for the line only;
+ * every walk of the same memory sees
  * the same frames (code, line, call, offset; the same code ids in one
  * reader): the cache and the snapshot are invisible; the JSON and
  * speedscope documents
@@ -162,6 +164,41 @@ static void check_walk(const sonde_pyproc_t *proc, const sonde_walk_t *w)
     if (w->line_key) check_code(proc, sonde_aframe_code(w->line_key));
 }
 
+/* The kept stack of a walk is the iterator's (static memory: every try
+ * reads the same), cut as sonde_stack_limit promises: at most
+ * SONDE_STACK_MAX_DEPTH frames, the leaf and the root kept around one
+ * marker, or, for a walk cut short (cycle, read bound), the innermost
+ * frames and the marker last. The line is the innermost profiled one. */
+static void same_as_iter(const walk_record_t *rec, const sonde_walk_t *w, sonde_aframe_t line_key)
+{
+    uint32_t n = (uint32_t)rec->n;
+    fuzz_assert(rec->rc == 0, "the walk succeeded, the iterator failed (%d)", rec->rc);
+    fuzz_assert(w->line_key == line_key, "the walks found different lines");
+    if (w->depth == 0) return; /* an older try's line only */
+    uint32_t want_depth = n <= SONDE_STACK_MAX_DEPTH ? n : SONDE_STACK_MAX_DEPTH;
+    bool cut_root = rec->truncated && n >= SONDE_STACK_MAX_DEPTH;
+    uint32_t marker_at = n <= SONDE_STACK_MAX_DEPTH ? UINT32_MAX
+                         : cut_root                 ? SONDE_STACK_MAX_DEPTH - 1
+                                                    : SONDE_STACK_KEEP_LEAF;
+    fuzz_assert(w->depth == want_depth, "%u frames kept of %u (limit %d)", w->depth, n,
+                SONDE_STACK_MAX_DEPTH);
+    for (uint32_t i = 0; i < w->depth; i++) {
+        if (i == marker_at) {
+            fuzz_assert(sonde_aframe_is_marker(w->frames[i]) &&
+                            sonde_aframe_marker_count(w->frames[i]) ==
+                                n - SONDE_STACK_MAX_DEPTH + 1,
+                        "frame %u: not the marker of %u frames", i, n - SONDE_STACK_MAX_DEPTH + 1);
+            continue;
+        }
+        uint32_t from = marker_at == UINT32_MAX || i < marker_at || cut_root
+                            ? i
+                            : n - (SONDE_STACK_MAX_DEPTH - i); /* the root's part */
+        const sonde_pyframe_t *f = &rec->frames[from].frame;
+        fuzz_assert(w->frames[i] == sonde_aframe(f->code_id, f->lineno),
+                    "frame %u of the kept stack is not frame %u of the stack", i, from);
+    }
+}
+
 static void check_json(const sonde_buf_t *doc, const char *what)
 {
     cJSON *root = cJSON_ParseWithLength(doc->data ? doc->data : "", doc->len);
@@ -265,11 +302,18 @@ static void fuzz_threads(sonde_pyproc_t *proc, uint64_t code_type, uint8_t flags
             walk_iter(proc, tstate, pass == 0 ? &records[i] : &again);
             if (pass == 1) same_walks(&records[i], &again, true);
             sonde_walk_t w = {.frames = NULL};
-            if (sonde_walk_thread(&w, proc, tstate, &codes, &filter) == 0) check_walk(proc, &w);
+            sonde_aframe_t line_key = 0;
+            bool line_found = false;
+            if (sonde_walk_thread(&w, proc, tstate, &codes, &filter) == 0) {
+                check_walk(proc, &w);
+                line_key = w.line_key;
+                line_found = true;
+            }
             w = (sonde_walk_t){.frames = frames, .spare = spare};
             uint32_t retries = 0;
             if (sonde_walk_thread_checked(&w, proc, tstate, &codes, &filter, &retries) == 0) {
                 check_walk(proc, &w);
+                if (line_found) same_as_iter(pass == 0 ? &records[i] : &again, &w, line_key);
                 uint32_t slot = sonde_accum_slot(&acc, threads[i].native_tid);
                 sonde_accum_charge(&acc, w.line_key, 1000, 2000, 0);
                 if (w.depth) sonde_accum_add_stack(&acc, slot, w.frames, w.depth, 1, 1000);
