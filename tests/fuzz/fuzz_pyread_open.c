@@ -13,7 +13,8 @@
  * then the memory image at FAKE_BASE. Checked: open fails with one of its
  * documented codes (the version kept for -ENOTSUP) and leaves nothing
  * allocated, or gives a layout of the version it found and a runtime
- * address; threads and frames within their bounds; no descriptor leaks
+ * address, which the in-process reader (open_self) opens too and reads the
+ * same threads from; threads and frames within their bounds; no descriptor leaks
  * (every memory file handed out for maps or the ELF file is closed again:
  * checked through /proc/self/fd every 100 inputs).
  *
@@ -48,9 +49,28 @@ static int count_fake_fds(void)
 
 static void walk_threads(sonde_pyproc_t *proc)
 {
-    sonde_pythread_t threads[FUZZ_MAX_THREADS];
+    sonde_pythread_t threads[FUZZ_MAX_THREADS], again[FUZZ_MAX_THREADS];
     int n = sonde_pyproc_threads(proc, threads, FUZZ_MAX_THREADS);
     fuzz_assert(n <= FUZZ_MAX_THREADS, "%d threads", n);
+
+    /* The reader the in-process sampler opens, told the version and the
+     * addresses open_pid found, reads the same threads. */
+    sonde_pyproc_t self;
+    unsigned long hex = (unsigned long)proc->version_major << 24 |
+                        (unsigned long)proc->version_minor << 16 |
+                        (unsigned long)proc->version_micro << 8;
+    int rc = sonde_pyproc_open_self(&self, hex, proc->runtime_addr, proc->code_type_addr);
+    fuzz_assert(rc == 0, "open_self refuses what open_pid opened: %d", rc);
+    self.pthread_tid_offset = proc->pthread_tid_offset;
+    int n_self = sonde_pyproc_threads(&self, again, FUZZ_MAX_THREADS);
+    fuzz_assert(n_self == n, "%d threads, then %d", n, n_self);
+    fuzz_assert(self.interp_addr == proc->interp_addr, "another interpreter");
+    for (int i = 0; i < n; i++)
+        fuzz_assert(again[i].tstate == threads[i].tstate &&
+                        again[i].native_tid == threads[i].native_tid &&
+                        again[i].holds_gil == threads[i].holds_gil,
+                    "thread %d differs", i);
+    sonde_pyproc_close(&self);
     for (int i = 0; i < n; i++) {
         sonde_pyframe_iter_t it;
         sonde_pyframe_t frame;
