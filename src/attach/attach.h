@@ -63,8 +63,9 @@ typedef struct sonde_atarget {
                                   site-packages/dist-packages */
     sonde_codecache_t codes;         /* the filter's verdict per code id */
     sonde_threadreg_t threads;       /* of struct sonde_athread */
+    sonde_threadlist_t tick_threads; /* the current tick's thread states */
     sonde_aframe_t *walk;            /* owned; scratch for one stack walk
-                                  (SONDE_PY_MAX_DEPTH frames) */
+                                  (SONDE_STACK_MAX_DEPTH frames) */
     sonde_accum_t acc;               /* lines, stacks, thread slots, partial counts
                                   (failed reads: acc.partial.failed_reads) */
     sonde_ns_t last_tick_ns;         /* 0 until the baseline tick */

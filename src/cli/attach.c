@@ -245,6 +245,7 @@ int sonde_cli_attach(int argc, char **argv)
         fputs(attach_usage, stdout);
         return 0;
     }
+    sonde_prim_raise_fd_limit(); /* a few files per thread of the target */
     sonde_attach_init(&a, &args.opts);
     rc = sonde_attach_add_root(&a, args.pid);
     if (rc < 0) {
@@ -316,6 +317,7 @@ int sonde_cli_record(int argc, char **argv)
     }
     record_install_signals(child);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sonde_prim_raise_fd_limit(); /* once the command runs with the limit sonde had */
     sonde_attach_init(&a, &args.opts);
     /* No stop flag: sampling ends with the command (or --duration); a
      * signal is the command's to act on. */
@@ -365,6 +367,7 @@ int sonde_cli_dump(int argc, char **argv)
         fputs(dump_usage, stdout);
         return 0;
     }
+    sonde_prim_raise_fd_limit();
     rc = sonde_attach_dump(args.pid, &out, version, sizeof version);
     if (rc < 0) {
         sonde_attach_cli_open_error(args.pid, rc, version);

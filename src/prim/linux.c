@@ -6,8 +6,9 @@
  * /proc/.../task/TID files and the schedstat parser that remote.c shares
  * (prim_internal.h), the path of the executable,
  * the terminal width, the umask, the eventfd that wakes sonde's worker
- * threads (sampler, GPU reader), and ending the command by a signal
- * without a core dump (`sonde record`). Called by the sampler thread
+ * threads (sampler, GPU reader), and for the attach reader: its limit of
+ * open descriptors, and ending the command by a signal without a core
+ * dump (`sonde record`). Called by the sampler thread
  * (src/ext/sampler.c), the session, the file service and the CLI. The clock
  * functions and sonde_prim_wake_signal (called from the SIGTERM handler)
  * are async-signal-safe; the rest are not used from signal handlers.
@@ -281,4 +282,12 @@ void sonde_prim_die_by_signal(int sig)
     sigaddset(&only, sig);
     raise(sig);
     sigprocmask(SIG_UNBLOCK, &only, NULL); /* a blocked signal arrives here */
+}
+
+void sonde_prim_raise_fd_limit(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
 }

@@ -101,6 +101,11 @@ int sonde_prim_terminal_width(int fd);
  * then the signal raised. Returns only when sig's default action does not
  * end a process (the caller then exits with 128 + sig). */
 void sonde_prim_die_by_signal(int sig);
+/* Raises this process's soft limit of open descriptors to its hard limit
+ * (the attach reader keeps a few files open per thread of its targets).
+ * Children inherit it: start a command that should run with the limit
+ * sonde was given before. */
+void sonde_prim_raise_fd_limit(void);
 
 /* ---- other processes (remote.c) -------------------------------------------
  * What the attach reader needs to know about another process and its
