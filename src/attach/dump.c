@@ -10,7 +10,8 @@
  *         <module> (/srv/app.py:20)
  * with the innermost frame first; a stack deeper than the sampling core's
  * limit shows "<N frames left out>" between its innermost and outermost
- * frames. The state comes from the kernel
+ * frames (dump reads a stack to its root, up to SONDE_PY_MAX_DEPTH frames,
+ * where a sample's walk stops at SONDE_WALK_MAX_READ). The state comes from the kernel
  * (src/prim/remote.c: "active" when running or runnable, "idle" when
  * blocked, with the system call when known) plus "+gil" for the thread
  * holding the GIL. The target is not stopped: a stack that changes while it
@@ -90,7 +91,7 @@ static void dump_state(const sonde_atarget_t *t, const sonde_pythread_t *pt, son
  * marker) into t->walk; returns the depth or -errno. */
 static int dump_walk(sonde_atarget_t *t, uint64_t tstate)
 {
-    sonde_walk_t walk = {.frames = t->walk};
+    sonde_walk_t walk = {.frames = t->walk, .max_read = SONDE_PY_MAX_DEPTH};
     sonde_mem_snapshot_begin(&t->proc.mem);
     int rc = sonde_walk_thread(&walk, &t->proc, tstate, &t->codes, &t->filter);
     sonde_mem_snapshot_end(&t->proc.mem);

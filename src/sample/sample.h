@@ -224,6 +224,12 @@ void sonde_threadlist_tick_end(sonde_threadlist_t *list, size_t sampled, sonde_p
 
 /* ---- one stack walk (walk.c) ----------------------------------------------------- */
 
+/* Frames a sample's walk reads at most (each read costs a system call or a
+ * page of the snapshot): a deeper stack keeps its innermost frames and a
+ * marker ending it. `sonde dump` reads up to SONDE_PY_MAX_DEPTH, keeping
+ * the root of any real stack. */
+#define SONDE_WALK_MAX_READ 1024
+
 typedef struct sonde_walk {
     sonde_aframe_t *frames;    /* borrowed; SONDE_STACK_MAX_DEPTH entries,
                                    or NULL: find the line only */
@@ -238,6 +244,8 @@ typedef struct sonde_walk {
     sonde_aframe_t *spare;     /* borrowed; NULL, or a second buffer like
                                    frames for sonde_walk_thread_checked */
     uint32_t frames_read;      /* frames the walk read (skipped ones too) */
+    uint32_t max_read;         /* frames read at most (0: SONDE_WALK_MAX_READ);
+                                   a deeper stack is cut before its root */
     bool doubtful;             /* a frame was skipped as not executing code,
                                    or the walk ended at a suspended generator's
                                    frame: the thread moved during the walk */

@@ -6,10 +6,12 @@
  * stacks: SONDE_STACK_MAX_DEPTH frames, root and leaf kept, a marker frame
  * between them. A walk reads the whole stack into a buffer of
  * SONDE_STACK_MAX_DEPTH frames (the innermost in place, the outermost in a
- * ring: sonde_stack_keep), so a stack of any depth keeps its root. Frames
- * are read through src/pyread/, whose own bound (SONDE_PY_MAX_DEPTH) ends
- * a walk on hostile or cyclic memory; a walk cut there has no known root,
- * so its marker ends the stack instead. No signal handler; the walk
+ * ring: sonde_stack_keep), so a stack of any depth read to its root keeps
+ * the root. A walk reads at most w->max_read frames (a sample's walk
+ * SONDE_WALK_MAX_READ, dump's up to src/pyread/'s own bound,
+ * SONDE_PY_MAX_DEPTH, which also ends a walk on hostile or cyclic memory);
+ * a walk cut there has no known root, so its marker ends the stack
+ * instead. No signal handler; the walk
  * allocates only through the code cache.
  */
 #include "sample.h"
@@ -94,6 +96,8 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
     sonde_pyframe_t frame;
     sonde_codenames_t names = sonde_codenames_of_proc(proc, NULL);
     uint32_t read = 0;
+    uint32_t max_read = w->max_read ? w->max_read : SONDE_WALK_MAX_READ;
+    bool cut = false; /* stopped at max_read, before the root */
 
     w->depth = 0;
     w->left_out = 0;
@@ -120,11 +124,16 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
             w->line_key = sonde_aframe(frame.code_id, frame.lineno);
             if (!w->frames) break; /* the line is all that was asked */
         }
+        if ((uint32_t)it.depth >= max_read && it.next_frame != 0) {
+            cut = true;
+            break;
+        }
     }
     w->doubtful = it.doubtful > 0 || it.detached;
     w->frames_read = (uint32_t)it.depth;
     if (rc < 0) return rc;
-    if (w->frames) w->left_out = sonde_stack_keep_end(w->frames, read, &w->depth, it.truncated);
+    if (w->frames)
+        w->left_out = sonde_stack_keep_end(w->frames, read, &w->depth, it.truncated || cut);
     return 0;
 }
 
