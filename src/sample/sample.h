@@ -35,7 +35,7 @@
  * threads not sampled yet (never the main thread, which comes first) are
  * counted in sonde_partial_t.threads_left_out and the next tick starts
  * with them (sonde_threadlist_t). */
-#define SONDE_SAMPLE_TICK_MIN_NS (20 * 1000 * 1000ull)
+#define SONDE_SAMPLE_TICK_MIN_NS (50 * 1000 * 1000ull)
 static inline sonde_ns_t sonde_sample_tick_budget(sonde_ns_t interval_ns)
 {
     return interval_ns > SONDE_SAMPLE_TICK_MIN_NS ? interval_ns : SONDE_SAMPLE_TICK_MIN_NS;
