@@ -65,9 +65,10 @@ typedef struct sonde_sampler {
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;
-    sonde_accum_t acc;         /* lines, stacks (record_stacks), partial counts */
-    sonde_codecache_t codes;   /* the filter's verdict per code id */
-    sonde_threadreg_t threads; /* of struct sonde_sampler_thread */
+    sonde_accum_t acc;               /* lines, stacks (record_stacks), partial counts */
+    sonde_codecache_t codes;         /* the filter's verdict per code id */
+    sonde_threadreg_t threads;       /* of struct sonde_sampler_thread */
+    sonde_threadlist_t tick_threads; /* the current tick's thread states */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
     uint64_t rng;

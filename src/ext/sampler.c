@@ -392,7 +392,7 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
     int answer = 0;
-    static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
+    static sonde_aframe_t frames[2][SONDE_STACK_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
                          .spare = s->record_stacks ? frames[1] : NULL};
     int rc = sampler_locate(s, t, pt->tstate, wait == SONDE_WAIT_RUNNING, &answer, &walk);
@@ -428,18 +428,31 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
 
 static void sampler_tick(sonde_sampler_t *s)
 {
-    static sonde_pythread_t threads[SONDE_PY_MAX_THREADS]; /* the sampler thread's alone */
+    sonde_threadlist_t *list = &s->tick_threads;
     sonde_ns_t now = sonde_prim_monotonic_ns();
     sonde_ns_t wall_ns = now - s->last_tick_ns;
+    sonde_ns_t budget_ns = sonde_sample_tick_budget(s->interval_ns);
     s->last_tick_ns = now;
-    int n = sonde_sample_threads(&s->proc, threads, &s->acc.partial);
+    int n = sonde_threadlist_read(list, &s->proc, &s->acc.partial);
     if (n < 0) {
         s->acc.partial.failed_reads++;
         return;
     }
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
-    for (int i = 0; i < n; i++)
-        sampler_tick_thread(s, &threads[i], wall_ns);
+    /* Every thread, the main one first, for as long as the tick's budget
+     * lasts; the threads left out keep their entries (the next tick
+     * starts with them). */
+    size_t k = 0;
+    for (; k < list->n; k++) {
+        if (k > 0 && sonde_prim_monotonic_ns() - now > budget_ns) break;
+        sampler_tick_thread(s, sonde_threadlist_nth(list, k), wall_ns);
+    }
+    for (size_t rest = k; rest < list->n; rest++) {
+        const sonde_pythread_t *pt = sonde_threadlist_nth(list, rest);
+        sonde_threadreg_touch(&s->threads, pt->tstate, pt->native_tid);
+    }
+    sonde_partial_t ignored = {0}; /* the first tick takes no samples */
+    sonde_threadlist_tick_end(list, k, s->first_tick ? &ignored : &s->acc.partial);
     sonde_threadreg_sweep(&s->threads);
     if (!s->first_tick) s->ticks++;
     s->first_tick = false;
@@ -505,6 +518,7 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     s->wake_fd = -1;
     s->thread_started = false;
     sonde_threadreg_init(&s->threads, sizeof(sonde_sampler_thread_t), sampler_thread_release);
+    sonde_threadlist_init(&s->tick_threads);
     atomic_store(&s->stop_requested, false);
     atomic_store(&s->term_requested, false);
     s->first_tick = true;
@@ -599,6 +613,7 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
 void sonde_sampler_free(sonde_sampler_t *s)
 {
     sonde_threadreg_free(&s->threads);
+    sonde_threadlist_free(&s->tick_threads);
     sonde_accum_free(&s->acc);
     sonde_codecache_free(&s->codes);
     if (s->wake_fd >= 0) close(s->wake_fd);

@@ -5,8 +5,10 @@
  * on another thread from one blocked on I/O, the kept-open reader of
  * /proc/.../task/TID files and the schedstat parser that remote.c shares
  * (prim_internal.h), the path of the executable,
- * the terminal width, the umask, and the eventfd that wakes sonde's worker
- * threads (sampler, GPU reader). Called by the sampler thread
+ * the terminal width, the umask, the eventfd that wakes sonde's worker
+ * threads (sampler, GPU reader), and for the attach reader: its limit of
+ * open descriptors, and ending the command by a signal without a core
+ * dump (`sonde record`). Called by the sampler thread
  * (src/ext/sampler.c), the session, the file service and the CLI. The clock
  * functions and sonde_prim_wake_signal (called from the SIGTERM handler)
  * are async-signal-safe; the rest are not used from signal handlers.
@@ -16,12 +18,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -257,4 +261,33 @@ int sonde_prim_terminal_width(int fd)
     if (!isatty(fd)) return 0;
     if (ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return 0;
     return ws.ws_col;
+}
+
+void sonde_prim_die_by_signal(int sig)
+{
+    /* The core would be sonde's, not the program's (which dumped its own,
+     * if the system keeps them): a pipe in core_pattern ignores
+     * RLIMIT_CORE, a process that is not dumpable gets none at all. */
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fflush(NULL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL); /* refused for SIGKILL, whose action is fixed */
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    raise(sig);
+    sigprocmask(SIG_UNBLOCK, &only, NULL); /* a blocked signal arrives here */
+}
+
+void sonde_prim_raise_fd_limit(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
 }

@@ -94,6 +94,19 @@ bool sonde_prim_terminal_color(int fd);
 /* Columns of the terminal on fd, or 0 if fd is not a terminal. */
 int sonde_prim_terminal_width(int fd);
 
+/* Ends this process by signal sig with the signal's default action, as a
+ * command that died by sig would end (`sonde record` ending like its
+ * command): output flushed, sig's disposition set to the default and
+ * unblocked, no core dump of this process (RLIMIT_CORE 0, not dumpable),
+ * then the signal raised. Returns only when sig's default action does not
+ * end a process (the caller then exits with 128 + sig). */
+void sonde_prim_die_by_signal(int sig);
+/* Raises this process's soft limit of open descriptors to its hard limit
+ * (the attach reader keeps a few files open per thread of its targets).
+ * Children inherit it: start a command that should run with the limit
+ * sonde was given before. */
+void sonde_prim_raise_fd_limit(void);
+
 /* ---- other processes (remote.c) -------------------------------------------
  * What the attach reader needs to know about another process and its
  * threads, from /proc/PID/... Reading a thread's syscall file needs the same

@@ -18,8 +18,10 @@
 #include <sys/types.h>
 
 /* Named bounds on hostile input. */
-#define SONDE_PY_MAX_THREADS 4096        /* thread states walked per sample */
-#define SONDE_PY_MAX_DEPTH 1024          /* frames walked per thread */
+#define SONDE_PY_MAX_THREADS                                                                       \
+    (1 << 22)                            /* thread states walked per sample (the
+                                            kernel's largest pid_max) */
+#define SONDE_PY_MAX_DEPTH (1 << 14)     /* frames walked per thread */
 #define SONDE_PY_MAX_STRING 4096         /* bytes of a file or function name */
 #define SONDE_PY_MAX_LINETABLE (1 << 20) /* bytes of a line table */
 #define SONDE_PY_MAX_CODE (1 << 22)      /* bytes of bytecode */
@@ -164,10 +166,30 @@ void sonde_pyproc_close(sonde_pyproc_t *proc);
  * major 0 means unknown. Returns snprintf's count. */
 int sonde_pyversion_unsupported_text(char *out, size_t cap, int major, int minor, int micro);
 
+/* Thread states of the main interpreter, in list order (newest first: the
+ * main thread's is the last). A thread state found freed or foreign during
+ * the walk ends the list early (counted in sample_errors); so do a cycle
+ * and SONDE_PY_MAX_THREADS entries.
+ *   sonde_pythread_iter_begin: 0 (an empty walk while the interpreter is
+ *                              not initialised yet), or -errno
+ *   sonde_pythread_iter_next:  1 with *thread filled, 0 at the end */
+typedef struct sonde_pythread_iter {
+    sonde_pyproc_t *proc;
+    uint64_t interp;     /* the main interpreter's address */
+    uint64_t next;       /* the next thread state to read, 0 = end */
+    uint64_t holder;     /* the thread state holding the GIL, 0 unknown */
+    int32_t lo, hi;      /* the span of a thread state's fields read */
+    uint32_t count;      /* thread states read so far */
+    uint64_t cycle_mark; /* cycle check (Brent): the state last marked */
+    uint32_t cycle_lap, cycle_power;
+} sonde_pythread_iter_t;
+
+int sonde_pythread_iter_begin(sonde_pyproc_t *proc, sonde_pythread_iter_t *it);
+int sonde_pythread_iter_next(sonde_pythread_iter_t *it, sonde_pythread_t *thread);
+
 /* Lists the thread states of the main interpreter (at most max, in list
- * order). Returns the count or -errno; a thread state found freed or
- * foreign during the walk ends the list early (counted in sample_errors).
- * 0 while the interpreter is not initialised yet. */
+ * order) through the iterator. Returns the count or -errno; 0 while the
+ * interpreter is not initialised yet. */
 int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max);
 
 /* Frame iteration, innermost frame first. Frames owned by the C stack (the
