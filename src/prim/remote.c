@@ -31,8 +31,8 @@
  * or -errno (-ESRCH for a missing /proc entry). */
 static ssize_t remote_read_file(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
     size_t used = 0;
     while (used + 1 < len) {
         ssize_t n = read(fd, buf + used, len - 1 - used);
@@ -71,14 +71,14 @@ void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid)
 {
     t->pid = pid;
     t->tid = tid;
-    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    t->stat = t->sched = t->syscall = SONDE_PRIM_KEPT_FD_NONE;
     t->no_schedstat = false;
 }
 
 int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
 {
     char text[REMOTE_STAT_MAX];
-    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "stat", &t->stat_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "stat", &t->stat, text, sizeof text);
     if (n < 0) return (int)n;
     return remote_parse_stat(text, state, NULL);
 }
@@ -87,7 +87,7 @@ int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *
 {
     char text[128];
     if (t->no_schedstat) return -ENOTSUP;
-    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "schedstat", &t->sched, text, sizeof text);
     if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
         t->no_schedstat = true;
         return -ENOTSUP;
@@ -100,17 +100,16 @@ sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
 {
     char text[256];
     if (syscall_nr) *syscall_nr = -1;
-    if (sonde__prim_task_read(t->pid, t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (sonde__prim_task_read(t->pid, t->tid, "syscall", &t->syscall, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, syscall_nr);
 }
 
 void sonde_prim_task_close(sonde_prim_task_t *t)
 {
-    if (t->stat_fd >= 0) close(t->stat_fd);
-    if (t->sched_fd >= 0) close(t->sched_fd);
-    if (t->syscall_fd >= 0) close(t->syscall_fd);
-    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    sonde_prim_kept_close(&t->stat);
+    sonde_prim_kept_close(&t->sched);
+    sonde_prim_kept_close(&t->syscall);
 }
 
 /* The system calls a blocked Python thread is usually found in. */
@@ -273,8 +272,7 @@ int sonde_prim_proc_open(pid_t pid, const char *name)
     char path[REMOTE_PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name) >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
 }
 
 ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
