@@ -141,8 +141,8 @@ bool sonde_prim_fd_is_open(int fd)
  * a program that opens files gets the same numbers as without sonde; at
  * most LINUX_KEPT_MAX are kept at once, so a program with many threads
  * does not run out of descriptors because it is profiled. */
-#define LINUX_KEPT_MAX 64
-#define LINUX_KEPT_HEADROOM 128 /* below the limit: room for LINUX_KEPT_MAX */
+#define LINUX_KEPT_MAX 256
+#define LINUX_KEPT_HEADROOM 320 /* below the limit: room for LINUX_KEPT_MAX */
 #define LINUX_KEPT_LIMIT_CAP 1024
 
 static atomic_int linux_kept_count; /* checked descriptors kept now */
@@ -154,7 +154,7 @@ static int linux_kept_base(void)
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return STDERR_FILENO + 1;
     rlim_t top = limit.rlim_cur < LINUX_KEPT_LIMIT_CAP ? limit.rlim_cur : LINUX_KEPT_LIMIT_CAP;
-    return top >= 4 * LINUX_KEPT_HEADROOM ? (int)(top - LINUX_KEPT_HEADROOM) : STDERR_FILENO + 1;
+    return top >= 2 * LINUX_KEPT_HEADROOM ? (int)(top - LINUX_KEPT_HEADROOM) : STDERR_FILENO + 1;
 }
 
 bool sonde_prim_kept_room(void)

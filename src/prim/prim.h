@@ -92,7 +92,7 @@ typedef struct sonde_prim_kept_fd {
  * (at most 1024), out of the numbers the program's own files get.
  * Returns 0, or -errno with fd closed and kept->fd -1. */
 int sonde_prim_kept_adopt(sonde_prim_kept_fd_t *kept, int fd, bool check);
-/* Whether another checked descriptor may be kept (at most 64 at once, so
+/* Whether another checked descriptor may be kept (at most 256 at once, so
  * that a program with many threads keeps its descriptors); a caller without
  * room opens, uses and closes. */
 bool sonde_prim_kept_room(void);
