@@ -61,6 +61,40 @@ CLOSERANGE = """
     sys.exit(3)
 """
 
+# Every free number, sonde's own included (dup2 closes what was there),
+# becomes a copy of the program's log while a thread of its ends: sonde
+# must neither read nor close one of them, and must not spin meanwhile.
+FLOOD = """
+    import os
+    import resource
+    import threading
+    import time
+
+    os.closerange(3, 1024)
+    time.sleep(0.05)
+    log = os.open("log_flood.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    time.sleep(0.05)
+    limit = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+    taken = [n for n in range(3, limit) if n != log]
+    for n in taken:
+        os.dup2(log, n)
+    stop.set()
+    worker.join()
+    before = time.process_time()
+    time.sleep(0.3)
+    spent = time.process_time() - before
+    for n in taken:
+        os.write(n, b"%d\\n" % n)
+    for n in taken:
+        os.close(n)
+    os.write(log, b"end\\n")
+    print("flood", len(taken))
+    print("cpu %.3f" % spent)
+"""
+
 STANDARD = """
     import errno
     import os
@@ -136,48 +170,72 @@ def _split_cpu(out):
     return "\n".join(lines[:-1]), float(lines[-1].split()[1])
 
 
-def test_closerange_then_log_files(env):
-    script = env.write("closerange.py", CLOSERANGE)
-    cases = {}
-    for variant in ("fork", "nofork"):
-        cases["python-" + variant] = ([env.python, script, variant], "")
-        cases["run-" + variant] = ([env.sonde, "run", "--no-gpu", "--json", "-o",
-                                    "../run-%s.json" % variant, script, variant], "")
-        cases["memory-" + variant] = ([env.sonde, "run", "--no-gpu", "--memory", "--json", "-o",
-                                       "../memory-%s.json" % variant, script, variant], "")
-        cases["trace-" + variant] = ([env.sonde, "trace", "-o", "../trace-%s.pstats" % variant,
-                                      script, variant], "")
-    results = _run_all(env, cases)
-    for variant in ("fork", "nofork"):
-        p_status, p_out, p_err, p_files, _ = results["python-" + variant]
-        p_text, p_cpu = _split_cpu(p_out)
-        check(p_status == 3 and len(p_files) == 5,
-              "plain python: exit %d, files %s; stderr:\n%s" % (p_status, list(p_files), p_err))
-        for mode in ("run", "memory", "trace"):
-            label = "%s-%s" % (mode, variant)
-            status, out, err, files, cwd = results[label]
-            check(status == p_status, "%s: exit %d, %d under python; stderr:\n%s"
-                  % (label, status, p_status, err[-3000:]))
-            text, cpu = _split_cpu(out)
-            check(text == p_text, "%s: stdout differs:\n--- python\n%s\n--- sonde\n%s"
-                  % (label, p_text, text))
-            check(err == p_err, "%s: stderr differs:\n--- python\n%s\n--- sonde\n%s"
-                  % (label, p_err, err[-3000:]))
-            check(files == p_files, "%s: the program's files differ:\n--- python\n%r\n--- sonde\n%r"
-                  % (label, p_files, files))
-            # a spinning sampler takes a whole core: ~1 s over the 1 s sleep
-            check(cpu < 0.2, "%s: the process used %.3f s of CPU during a 1 s sleep "
-                  "(python: %.3f s)" % (label, cpu, p_cpu))
-            written = os.path.join(env.tmp, "%s.%s" % (label, "pstats" if mode == "trace"
-                                                       else "json"))
-            check(os.path.exists(written), "%s: no profile written" % label)
-        for mode in ("run", "memory"):
-            with open(os.path.join(env.tmp, "%s-%s.json" % (mode, variant)),
-                      encoding="utf-8") as f:
+def _sonde_modes(env, tag, out_dir="..", run_options=()):
+    """{label: argv prefix} of the three profiling modes, each writing its
+    profile into env.tmp (the runs' directories are its children)."""
+    out = os.path.join(out_dir, tag)
+    return {"run": [env.sonde, "run", "--no-gpu", "--json", "-o", out + "-run.json"],
+            "memory": [env.sonde, "run", "--no-gpu", "--memory", "--json", "-o",
+                       out + "-memory.json"],
+            "trace": [env.sonde, "trace", "-o", out + "-trace.pstats"]}
+
+
+def _check_profiles(env, tag, program):
+    for mode, ending in (("run", "json"), ("memory", "json"), ("trace", "pstats")):
+        written = os.path.join(env.tmp, "%s-%s.%s" % (tag, mode, ending))
+        check(os.path.exists(written) and os.path.getsize(written) > 0,
+              "%s-%s: no profile written" % (tag, mode))
+        if ending == "json":
+            with open(written, encoding="utf-8") as f:
                 prof = json.load(f)
-            check(any(name.endswith("closerange.py") for name in prof["files"]),
+            check(any(name.endswith(program) for name in prof["files"]),
                   "%s-%s: the program is not in its profile: %s"
-                  % (mode, variant, list(prof["files"])))
+                  % (tag, mode, list(prof["files"])))
+
+
+def _check_same(label, plain, ours):
+    p_status, p_out, p_err, p_files, _ = plain
+    status, out, err, files, _ = ours
+    check(status == p_status, "%s: exit %d, %d under python; stderr:\n%s"
+          % (label, status, p_status, err[-3000:]))
+    check(out == p_out, "%s: stdout differs:\n--- python\n%s\n--- sonde\n%s" % (label, p_out, out))
+    check(err == p_err, "%s: stderr differs:\n--- python\n%s\n--- sonde\n%s"
+          % (label, p_err, err[-3000:]))
+    check(files == p_files, "%s: the program's files differ:\n--- python\n%r\n--- sonde\n%r"
+          % (label, p_files, files))
+
+
+def test_closerange_then_log_files(env):
+    programs = {  # tag: (script, arguments, its exit status, its files, CPU limit)
+        "fork": (env.write("closerange.py", CLOSERANGE), ["fork"], 3, 5, 0.2),
+        "nofork": (env.write("closerange.py", CLOSERANGE), ["nofork"], 3, 5, 0.2),
+        # a 0.3 s sleep: a spinning sampler takes about 0.3 s
+        "flood": (env.write("flood.py", FLOOD), [], 0, 1, 0.1),
+    }
+    cases = {}
+    for tag, (script, args, _, _, _) in programs.items():
+        cases["python-" + tag] = ([env.python, script] + args, "")
+        for mode, argv in _sonde_modes(env, tag).items():
+            cases["%s-%s" % (mode, tag)] = (argv + [script] + args, "")
+    results = _run_all(env, cases)
+    for tag, (script, _, want_status, want_files, cpu_limit) in programs.items():
+        plain = results["python-" + tag]
+        p_status, p_out, p_err, p_files, _ = plain
+        check(p_status == want_status and len(p_files) == want_files,
+              "plain python: exit %d, files %s; stderr:\n%s" % (p_status, list(p_files), p_err))
+        p_text, p_cpu = _split_cpu(p_out)
+        for mode in ("run", "memory", "trace"):
+            label = "%s-%s" % (mode, tag)
+            status, out, err, files, cwd = results[label]
+            check(status == p_status, "%s: exit %d, %d under python; stdout:\n%s\nstderr:\n%s"
+                  % (label, status, p_status, out[-2000:], err[-3000:]))
+            text, cpu = _split_cpu(out)
+            _check_same(label, (p_status, p_text, p_err, p_files, None),
+                        (status, text, err, files, cwd))
+            # a sampler spinning on a closed descriptor takes a whole core
+            check(cpu < cpu_limit, "%s: the process used %.3f s of CPU during its sleep "
+                  "(python: %.3f s)" % (label, cpu, p_cpu))
+        _check_profiles(env, tag, os.path.basename(script))
 
 
 def test_closed_standard_descriptors(env):
@@ -185,43 +243,21 @@ def test_closed_standard_descriptors(env):
     cases = {}
     for redirect, tag in (("<&-", "stdin"), ("2>&-", "stderr")):
         cases["python-" + tag] = ([env.python, script], redirect)
-        cases["run-" + tag] = ([env.sonde, "run", "--no-gpu", "--json", "-o",
-                                "../run-%s.json" % tag, script], redirect)
-        cases["memory-" + tag] = ([env.sonde, "run", "--no-gpu", "--memory", "--json", "-o",
-                                   "../memory-%s.json" % tag, script], redirect)
-        cases["trace-" + tag] = ([env.sonde, "trace", "-o", "../trace-%s.pstats" % tag, script],
-                                 redirect)
+        for mode, argv in _sonde_modes(env, tag).items():
+            cases["%s-%s" % (mode, tag)] = (argv + [script], redirect)
     # with stderr closed and no -o, the report has nowhere to go: it must
     # not land in the program's log file on number 2
     cases["report-stderr"] = ([env.sonde, "run", "--no-gpu", script], "2>&-")
     results = _run_all(env, cases)
     for tag in ("stdin", "stderr"):
-        p_status, p_out, p_err, p_files, _ = results["python-" + tag]
+        plain = results["python-" + tag]
+        p_status, p_out, p_err, p_files, _ = plain
         check(p_status == 0 and len(p_files) == 3,
               "plain python: exit %d, files %s; stderr:\n%s" % (p_status, list(p_files), p_err))
         closed = 0 if tag == "stdin" else 2
         check("numbers [%d," % closed in p_out,
               "under python the first file did not get number %d:\n%s" % (closed, p_out))
-        labels = ["run", "memory", "trace"] + (["report"] if tag == "stderr" else [])
-        for mode in labels:
+        for mode in ["run", "memory", "trace"] + (["report"] if tag == "stderr" else []):
             label = "%s-%s" % (mode, tag)
-            status, out, err, files, _ = results[label]
-            check(status == p_status, "%s: exit %d, %d under python; stderr:\n%s"
-                  % (label, status, p_status, err[-3000:]))
-            check(out == p_out, "%s: stdout differs:\n--- python\n%s--- sonde\n%s"
-                  % (label, p_out, out))
-            check(err == p_err, "%s: stderr differs:\n--- python\n%s\n--- sonde\n%s"
-                  % (label, p_err, err[-3000:]))
-            check(files == p_files, "%s: the program's files differ:\n--- python\n%r\n--- sonde\n%r"
-                  % (label, p_files, files))
-            if mode == "report":
-                continue
-            written = os.path.join(env.tmp, "%s.%s" % (label, "pstats" if mode == "trace"
-                                                       else "json"))
-            check(os.path.exists(written) and os.path.getsize(written) > 0,
-                  "%s: no profile written" % label)
-            if mode != "trace":
-                with open(written, encoding="utf-8") as f:
-                    prof = json.load(f)
-                check(any(name.endswith("standard.py") for name in prof["files"]),
-                      "%s: the program is not in its profile: %s" % (label, list(prof["files"])))
+            _check_same(label, plain, results[label])
+        _check_profiles(env, tag, "standard.py")
