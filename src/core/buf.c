@@ -7,6 +7,8 @@
  */
 #include "buf.h"
 
+#include "../prim/prim.h"
+
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -199,8 +201,8 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
 int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated)
 {
     if (truncated) *truncated = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (fd < 0) return fd;
     int rc = 0;
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -76,11 +76,13 @@ static int file_create_temp(const char *dir, const char *base, char **temp_out)
     if (!temp) return -ENOMEM;
     /* A long name is cut so that the temporary name stays under NAME_MAX. */
     snprintf(temp, len, "%s/.%.200s" FILE_TEMP_SUFFIX, dir, base);
-    int fd = mkostemp(temp, O_CLOEXEC);
+    /* Never on 0-2: a program thread still running may write to its
+     * closed stderr, and must not write into the report. */
+    int fd = sonde_prim_fd_above_std(mkostemp(temp, O_CLOEXEC));
     if (fd < 0) {
-        int err = -errno;
+        unlink(temp); /* (created, if only the move failed) */
         free(temp);
-        return err;
+        return fd;
     }
     *temp_out = temp;
     return fd;
@@ -89,7 +91,7 @@ static int file_create_temp(const char *dir, const char *base, char **temp_out)
 /* Makes the directory entry of a rename durable; best effort. */
 static void file_sync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = sonde_prim_fd_above_std(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (fd < 0) return;
     (void)fsync(fd);
     close(fd);
@@ -188,8 +190,8 @@ int sonde_write_fd(int fd, const void *data, size_t len)
 int sonde_write_output(const char *path, const void *data, size_t len)
 {
     if (!file_is_stream(path)) return sonde_write_file_atomic(path, data, len);
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (fd < 0) return fd;
     int rc = sonde_write_fd(fd, data, len);
     if (close(fd) != 0 && rc == 0) rc = -errno;
     return rc;

@@ -23,7 +23,7 @@
  * test-only variable SONDE_TEST_SAMPLER_CPU pins the sampler thread to one
  * CPU (tests/e2e/test_cpu_accuracy.py); it is not a user setting.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
- * async-signal-safe entry (it writes to an eventfd). The thread blocks all
+ * async-signal-safe entry (it signals a futex word). The thread blocks all
  * signals, so the program's signals are never delivered to it.
  */
 #include "ext.h"
@@ -485,13 +485,15 @@ static void *sampler_main(void *arg)
     if (s->first_tick) {
         s->last_tick_ns = sonde_prim_monotonic_ns();
         sampler_tick(s); /* baseline */
+        atomic_store_explicit(&s->baseline_done, true, memory_order_release);
+        sonde_prim_wake_signal(&s->started);
     }
     /* (After a pause for fork, the next tick covers the pause too.) */
     sonde_ns_t next = sonde_prim_monotonic_ns() + sampler_next_interval(s);
     for (;;) {
         sonde_ns_t now = sonde_prim_monotonic_ns();
         if (next > now) {
-            sonde_prim_wake_wait(s->wake_fd, next - now);
+            sonde_prim_wake_wait(&s->wake, next - now);
         }
         if (atomic_load_explicit(&s->term_requested, memory_order_acquire)) {
             sampler_tick(s);
@@ -509,18 +511,35 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
+#define SAMPLER_START_WAIT_NS (100 * 1000 * 1000) /* for the first tick, at most */
+
+/* Waits (boundedly) for the new thread's first tick: it opens the files it
+ * keeps for each thread (src/prim) then, before the program runs, so that
+ * the program's first files get the numbers they get without sonde. */
+static void sampler_wait_baseline(sonde_sampler_t *s)
+{
+    sonde_ns_t now = sonde_prim_monotonic_ns(), deadline = now + SAMPLER_START_WAIT_NS;
+    while (!atomic_load_explicit(&s->baseline_done, memory_order_acquire) && now < deadline) {
+        sonde_prim_wake_wait(&s->started, deadline - now);
+        now = sonde_prim_monotonic_ns();
+    }
+}
+
 /* ---- public ------------------------------------------------------------------------ */
 
 int sonde_sampler_start_gil(sonde_sampler_t *s)
 {
     void *runtime = NULL;
     int rc;
-    s->wake_fd = -1;
+    s->can_resume = false;
+    atomic_store(&s->wake.pending, 0);
     s->thread_started = false;
     sonde_threadreg_init(&s->threads, sizeof(sonde_sampler_thread_t), sampler_thread_release);
     sonde_threadlist_init(&s->tick_threads);
     atomic_store(&s->stop_requested, false);
     atomic_store(&s->term_requested, false);
+    atomic_store(&s->baseline_done, false);
+    atomic_store(&s->started.pending, 0);
     s->first_tick = true;
     s->rng = sonde_prim_monotonic_ns() | 1;
 
@@ -529,11 +548,6 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     rc = sonde_pyproc_open_self(&s->proc, PY_VERSION_HEX, (uint64_t)(uintptr_t)runtime,
                                 (uint64_t)(uintptr_t)&PyCode_Type);
     if (rc < 0) return rc;
-    s->wake_fd = sonde_prim_wake_open();
-    if (s->wake_fd < 0) {
-        rc = s->wake_fd;
-        goto error;
-    }
     /* Test-only: the accuracy tests run the sampler on a CPU of their
      * choice (tests/e2e/test_cpu_accuracy.py); not a user setting. */
     const char *test_cpu = getenv("SONDE_TEST_SAMPLER_CPU");
@@ -543,11 +557,11 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc < 0) goto error;
     s->thread_started = true;
+    s->can_resume = true;
+    sampler_wait_baseline(s);
     return 0;
 error:
     sampler_gc_unwatch_gil();
-    if (s->wake_fd >= 0) close(s->wake_fd);
-    s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);
     return rc;
 }
@@ -556,7 +570,7 @@ void sonde_sampler_signal_terminate(sonde_sampler_t *s)
 {
     int saved = errno;
     atomic_store_explicit(&s->term_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     errno = saved;
 }
 
@@ -564,7 +578,7 @@ void sonde_sampler_stop(sonde_sampler_t *s)
 {
     if (!s->thread_started) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     if (pthread_equal(pthread_self(), s->thread)) return; /* on_terminate path */
     bool have_gil = PyGILState_Check();
     PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
@@ -579,18 +593,18 @@ void sonde_sampler_pause(sonde_sampler_t *s)
 {
     if (!s->thread_started || pthread_equal(pthread_self(), s->thread)) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     pthread_join(s->thread, NULL); /* quick: the sampler never waits for the GIL */
     s->thread_started = false;
     /* fork() must see the thread gone (CPython 3.12+ counts threads in
      * /proc/self/stat, which can lag pthread_join by a moment). */
-    sonde_prim_forget_joined_thread(atomic_load(&s->thread_tid), s->wake_fd);
+    sonde_prim_forget_joined_thread(atomic_load(&s->thread_tid), &s->wake);
     atomic_store_explicit(&s->stop_requested, false, memory_order_release);
 }
 
 int sonde_sampler_resume(sonde_sampler_t *s)
 {
-    if (s->thread_started || s->wake_fd < 0) return 0;
+    if (s->thread_started || !s->can_resume) return 0;
     int rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc == 0) s->thread_started = true;
     return rc;
@@ -616,7 +630,6 @@ void sonde_sampler_free(sonde_sampler_t *s)
     sonde_threadlist_free(&s->tick_threads);
     sonde_accum_free(&s->acc);
     sonde_codecache_free(&s->codes);
-    if (s->wake_fd >= 0) close(s->wake_fd);
-    s->wake_fd = -1;
+    s->can_resume = false;
     sonde_pyproc_close(&s->proc);
 }

@@ -32,8 +32,8 @@
  * or -errno (-ESRCH for a missing /proc entry). */
 static ssize_t remote_read_file(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
     size_t used = 0;
     while (used + 1 < len) {
         ssize_t n = read(fd, buf + used, len - 1 - used);
@@ -92,18 +92,18 @@ static bool remote_may_keep_fd(void)
 
 /* Reads a task file through a handle's kept descriptor *fd (opened when
  * the budget allows, else for this read only). As sonde__prim_task_read. */
-static ssize_t remote_task_read(sonde_prim_task_t *t, const char *name, int *fd, char *buf,
-                                size_t len)
+static ssize_t remote_task_read(sonde_prim_task_t *t, const char *name, sonde_prim_kept_fd_t *kept,
+                                char *buf, size_t len)
 {
-    if (*fd < 0 && !remote_may_keep_fd()) {
-        int once = -1;
+    if (kept->fd < 0 && !remote_may_keep_fd()) {
+        sonde_prim_kept_fd_t once = SONDE_PRIM_KEPT_FD_NONE;
         ssize_t n = sonde__prim_task_read(t->pid, t->tid, name, &once, buf, len);
-        if (once >= 0) close(once);
+        sonde_prim_kept_close(&once);
         return n;
     }
-    bool was_open = *fd >= 0;
-    ssize_t n = sonde__prim_task_read(t->pid, t->tid, name, fd, buf, len);
-    remote_kept_fds += (*fd >= 0) - was_open; /* opened, or closed after an error */
+    bool was_open = kept->fd >= 0;
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, name, kept, buf, len);
+    remote_kept_fds += (kept->fd >= 0) - was_open; /* opened, or closed after an error */
     return n;
 }
 
@@ -111,14 +111,14 @@ void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid)
 {
     t->pid = pid;
     t->tid = tid;
-    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    t->stat = t->sched = t->syscall = SONDE_PRIM_KEPT_FD_NONE;
     t->no_schedstat = false;
 }
 
 int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
 {
     char text[REMOTE_STAT_MAX];
-    ssize_t n = remote_task_read(t, "stat", &t->stat_fd, text, sizeof text);
+    ssize_t n = remote_task_read(t, "stat", &t->stat, text, sizeof text);
     if (n < 0) return (int)n;
     return remote_parse_stat(text, state, NULL);
 }
@@ -127,7 +127,7 @@ int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *
 {
     char text[128];
     if (t->no_schedstat) return -ENOTSUP;
-    ssize_t n = remote_task_read(t, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = remote_task_read(t, "schedstat", &t->sched, text, sizeof text);
     if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
         t->no_schedstat = true;
         return -ENOTSUP;
@@ -140,18 +140,17 @@ sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
 {
     char text[256];
     if (syscall_nr) *syscall_nr = -1;
-    if (remote_task_read(t, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (remote_task_read(t, "syscall", &t->syscall, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, syscall_nr);
 }
 
 void sonde_prim_task_close(sonde_prim_task_t *t)
 {
-    int *fds[] = {&t->stat_fd, &t->sched_fd, &t->syscall_fd};
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(fds); i++) {
-        if (*fds[i] < 0) continue;
-        close(*fds[i]);
-        *fds[i] = -1;
+    sonde_prim_kept_fd_t *kept[] = {&t->stat, &t->sched, &t->syscall};
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(kept); i++) {
+        if (kept[i]->fd < 0) continue;
+        sonde_prim_kept_close(kept[i]);
         remote_kept_fds--;
     }
 }
@@ -316,8 +315,7 @@ int sonde_prim_proc_open(pid_t pid, const char *name)
     char path[REMOTE_PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name) >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
 }
 
 ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)

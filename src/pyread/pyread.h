@@ -14,6 +14,7 @@
 #define SONDE_PYREAD_H
 
 #include "../core/common.h"
+#include "../prim/prim.h"
 
 #include <sys/types.h>
 
@@ -31,8 +32,10 @@
 /* A memory source: this process (pid 0) or another one. */
 typedef struct sonde_mem {
     pid_t pid;                     /* target pid; getpid() for self */
-    int mem_fd;                    /* /proc/PID/mem fallback, -1 until needed */
-    bool use_procmem;              /* process_vm_readv refused (seccomp): use mem_fd */
+    sonde_prim_kept_fd_t procmem;  /* /proc/PID/mem fallback, not open until
+                                      needed; checked before each use in this
+                                      process (the program may close it) */
+    bool use_procmem;              /* process_vm_readv refused (seccomp): use procmem */
     bool self;                     /* reads this process: follows it across fork() */
     unsigned fork_generation;      /* forks seen by this source (self only) */
     uint64_t reads;                /* statistics: successful reads */
