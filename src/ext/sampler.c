@@ -37,6 +37,15 @@
  * (FRAME_GEN_BEFORE_LASTI) to tell a suspended generator's frame. */
 _Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen) + 8,
                "PyFrameObject: f_gen is not just before f_lasti");
+/* ... and whether a frame is executing 12 bytes after f_lasti
+ * (FRAME_STATE_AFTER_LASTI): f_executing (3.8, 3.9), f_state (3.10). */
+#if PY_VERSION_HEX < 0x030A0000
+_Static_assert(offsetof(PyFrameObject, f_executing) == offsetof(PyFrameObject, f_lasti) + 12,
+               "PyFrameObject: f_executing is not 12 bytes after f_lasti");
+#else
+_Static_assert(offsetof(PyFrameObject, f_state) == offsetof(PyFrameObject, f_lasti) + 12,
+               "PyFrameObject: f_state is not 12 bytes after f_lasti");
+#endif
 #endif
 
 #include <dlfcn.h>

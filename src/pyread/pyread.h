@@ -219,7 +219,9 @@ typedef struct sonde_pyframe_iter {
                             down while it was read can look like that) */
     bool detached;       /* the walk ended at a generator's frame with no
                             caller: it yielded while the walk read the
-                            frames below, so the stack is cut there */
+                            frames below, so the stack is cut there; or
+                            (<= 3.10) met a frame that is not executing
+                            (returned, reused or suspended meanwhile) */
 } sonde_pyframe_iter_t;
 
 int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate, sonde_pyframe_iter_t *it);
