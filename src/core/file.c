@@ -69,6 +69,7 @@ typedef struct file_dest {
     bool exists; /* REGULAR: a file is there, with permission bits mode */
     mode_t mode;
     bool append; /* STREAM: a regular file reached through /proc (append to it) */
+    bool socket; /* STREAM: a socket's name (open fails with ENXIO) */
 } file_dest_t;
 
 /* Reads the text of the link at path into an owned string. Returns 0 or
@@ -171,6 +172,7 @@ static int file_resolve(const char *path, file_dest_t *d)
             d->mode = st.st_mode & 0777;
         } else {
             d->kind = FILE_KIND_STREAM; /* device, FIFO, socket */
+            d->socket = S_ISSOCK(st.st_mode);
         }
         break;
     }
@@ -453,7 +455,8 @@ int sonde_check_output(const char *path)
             rc = file_check_regular(&d);
             break;
         case FILE_KIND_STREAM:
-            rc = access(d.path, W_OK) == 0 ? 0 : -errno;
+            /* A socket's name cannot be opened (the shell's '>' fails too). */
+            rc = d.socket ? -ENXIO : access(d.path, W_OK) == 0 ? 0 : -errno;
             break;
         case FILE_KIND_OWN_FD:
             rc = file_fd_writable(d.fd);

@@ -20,6 +20,8 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 /* True when path holds exactly data. */
@@ -338,6 +340,21 @@ static void test_descriptors(const char *dir)
           rc, n);
     close(pipe_fds[0]);
     close(pipe_fds[1]);
+
+    /* A socket's name: refused up front, never replaced. */
+    char *sock_path = check_path(dir, "sock");
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock_path);
+    int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0 || bind(sock, (struct sockaddr *)&addr, sizeof addr) != 0) exit(2);
+    rc = sonde_write_output(sock_path, "x", 1);
+    struct stat sock_st;
+    check(sonde_check_output(sock_path) == -ENXIO && rc == -ENXIO &&
+              lstat(sock_path, &sock_st) == 0 && S_ISSOCK(sock_st.st_mode),
+          "output_socket_name_enxio", "rc %d", rc);
+    close(sock);
+    unlink(sock_path);
+    free(sock_path);
 
     /* A device: written, never replaced. */
     struct stat st;
