@@ -13,9 +13,10 @@
  *  - a regular file, or nothing yet: written atomically in the directory
  *    of the file itself, so a symbolic link stays a link and its target
  *    gets the new file. The data goes to a temporary file there (same file
- *    system), is fsynced, given the permission bits of the file it replaces
- *    (0666 & ~umask for a new one), and renamed over the file. A reader
- *    sees the old file or the whole new one.
+ *    system), is fsynced, given the permission bits (and, where allowed,
+ *    the owner) of the file it replaces (0666 & ~umask for a new one), and
+ *    renamed over the file. A reader sees the old file or the whole new
+ *    one. A file this process may not write is not replaced (-EACCES).
  *  - a descriptor of this process named through /proc (/dev/stdout,
  *    /dev/fd/N, /proc/self/fd/N; src/prim/proclink.c tells): written into
  *    that descriptor at its offset, as `>&N` would, after what the program
@@ -67,7 +68,9 @@ typedef struct file_dest {
     char *path;  /* owned: the file itself, links followed (REGULAR, STREAM) */
     int fd;      /* OWN_FD: the descriptor; else -1 */
     bool exists; /* REGULAR: a file is there, with permission bits mode */
-    mode_t mode;
+    mode_t mode; /* and owner uid:gid (kept when allowed) */
+    uid_t uid;
+    gid_t gid;
     bool append; /* STREAM: a regular file reached through /proc (append to it) */
     bool socket; /* STREAM: a socket's name (open fails with ENXIO) */
 } file_dest_t;
@@ -168,8 +171,13 @@ static int file_resolve(const char *path, file_dest_t *d)
         if (S_ISDIR(st.st_mode)) {
             rc = -EISDIR;
         } else if (S_ISREG(st.st_mode)) {
+            /* A file the user may not write is not replaced either (the
+             * shell's '>' would fail): -EACCES. */
+            rc = faccessat(AT_FDCWD, cur, W_OK, AT_EACCESS) == 0 ? 0 : -errno;
             d->exists = true;
             d->mode = st.st_mode & 0777;
+            d->uid = st.st_uid;
+            d->gid = st.st_gid;
         } else {
             d->kind = FILE_KIND_STREAM; /* device, FIFO, socket */
             d->socket = S_ISSOCK(st.st_mode);
@@ -316,6 +324,8 @@ static int file_write_regular(const file_dest_t *d, const void *data, size_t len
     }
     mode_t mode = d->exists ? d->mode : (0666 & ~sonde_prim_umask());
     if ((rc = sonde_write_fd(fd, data, len))) goto done;
+    /* The replaced file's owner, where this process may give it (root). */
+    if (d->exists && (d->uid != geteuid() || d->gid != getegid())) (void)fchown(fd, d->uid, d->gid);
     if (fchmod(fd, mode) != 0 || fsync(fd) != 0) {
         rc = -errno;
         goto done;

@@ -16,7 +16,8 @@
  * atomically: a temporary file ".NAME.sonde-tmp.PID.XXXXXX" in the same
  * directory, fsync, rename. A symbolic link is followed: its target is
  * written (created if missing) and the link stays. The file keeps its
- * permission bits; a new one gets 0666 & ~umask. Temporary files of this
+ * permission bits (and its owner, where allowed); a new one gets 0666 &
+ * ~umask; one this process may not write is refused (-EACCES). Temporary files of this
  * destination that killed writers left are removed first. On error nothing
  * is left beside the file, which keeps its old contents. Returns 0 or
  * -errno: -EISDIR when path is a directory (or ends in '/'), -EINVAL when

@@ -456,6 +456,61 @@ static void test_killed_writer(const char *dir)
     free(dest);
 }
 
+/* As another user (root's tests drop to nobody in a child): a file it may
+ * not write and a directory it may not create in are refused, up front and
+ * at the write, with nothing left behind; root replacing nobody's file
+ * keeps nobody as its owner. */
+static void test_unprivileged(const char *dir)
+{
+    if (geteuid() != 0) return; /* (then the checks below need no child) */
+    const uid_t nobody = 65534;
+    char *shared = check_path(dir, "shared"), *locked = check_path(dir, "locked");
+    char *ro = check_path(shared, "ro.json"), *in_locked = check_path(locked, "x.json");
+    char *owned = check_path(shared, "owned.json");
+    if (mkdir(shared, 0777) != 0 || chmod(shared, 0777) != 0 || mkdir(locked, 0555) != 0 ||
+        chmod(dir, 0755) != 0)
+        exit(2);
+    check_write_file(ro, "keep", 4);
+    check_write_file(owned, "nobody's", 8);
+    if (chmod(ro, 0444) != 0 || chown(owned, nobody, nobody) != 0 || chmod(owned, 0640) != 0)
+        exit(2);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        if (setgid(nobody) != 0 || setuid(nobody) != 0) _exit(3);
+        int rc = sonde_write_output(ro, "new", 3);
+        check(rc == -EACCES && sonde_check_output(ro) == -EACCES && file_is(ro, "keep", 4) &&
+                  check_count_entries(shared) == 2,
+              "read_only_file_not_replaced", "rc %d", rc);
+        rc = sonde_write_output(in_locked, "new", 3);
+        check(rc == -EACCES && sonde_check_output(in_locked) == -EACCES &&
+                  check_count_entries(locked) == 0,
+              "unwritable_directory_eacces_no_temp", "rc %d", rc);
+        fflush(stdout);
+        _exit(check_exit_code());
+    }
+    int status = 0;
+    check(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0,
+          "unprivileged_checks_ran", "status %#x", (unsigned)status);
+
+    int rc = sonde_write_output(owned, "root's", 6);
+    struct stat st;
+    check(rc == 0 && stat(owned, &st) == 0 && st.st_uid == nobody && st.st_gid == nobody &&
+              (st.st_mode & 0777) == 0640 && file_is(owned, "root's", 6),
+          "replaced_file_keeps_owner", "rc %d uid %u mode %03o", rc, (unsigned)st.st_uid,
+          (unsigned)(st.st_mode & 0777));
+    unlink(ro);
+    unlink(owned);
+    rmdir(shared);
+    rmdir(locked);
+    free(ro);
+    free(owned);
+    free(in_locked);
+    free(shared);
+    free(locked);
+}
+
 int main(void)
 {
     char *dir = check_tempdir();
@@ -467,6 +522,7 @@ int main(void)
     test_descriptors(dir);
     test_stale_temps(dir);
     test_killed_writer(dir);
+    test_unprivileged(dir);
     check(check_count_entries(dir) == 0, "atomic_no_leftovers_at_end", "%d entries",
           check_count_entries(dir));
     check_rm_rf(dir);
