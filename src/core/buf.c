@@ -209,6 +209,8 @@ int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *trun
         rc = -errno;
     } else if (!S_ISREG(st.st_mode)) {
         rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    } else if (!truncated && (uint64_t)st.st_size > max) {
+        rc = -EFBIG; /* refused before a byte is read */
     } else {
         /* Reads at most max + 1 bytes: one byte past max tells a file at
          * the cap from a longer one. The first read asks for the size fstat

@@ -240,4 +240,23 @@ int sonde_prim_descends_from(pid_t pid, pid_t ancestor);
  * namespace). Returns 1, 0 or -errno. */
 int sonde_prim_in_initial_pid_ns(void);
 
+/* ---- paths through /proc (proclink.c) -------------------------------------- */
+
+/* What the file service should make of the symbolic link (or missing
+ * entry) at path, before it follows it. */
+typedef enum sonde_prim_link {
+    SONDE_PRIM_LINK_PLAIN = 0, /* not in /proc: its text is a path to follow */
+    SONDE_PRIM_LINK_OWN_FD,    /* a descriptor of this process, /proc/<this pid>/fd/N
+                                  (also as /proc/self/fd/N, /dev/fd/N, /dev/stdout,
+                                  a thread's task/TID/fd/N): *fd is N */
+    SONDE_PRIM_LINK_PROC,      /* another link of /proc (another process's
+                                  descriptor): opened as it is, never followed */
+} sonde_prim_link_t;
+
+/* Classifies path (its directory is looked at; the entry itself need not
+ * exist: a closed descriptor of this process is still OWN_FD). Returns a
+ * sonde_prim_link_t and sets *fd (-1 unless OWN_FD), or -errno. Allocates
+ * nothing. */
+int sonde_prim_proc_link(const char *path, int *fd);
+
 #endif
