@@ -478,6 +478,8 @@ def test_record_output_errors(env):
     _same_as_plain(proc, plain, "record over the file size limit")
     check(any("File too large" in l for l in _sonde_lines(proc.stderr)),
           "no word of the failed write: %r" % proc.stderr)
+    check(not any("written" in l for l in _sonde_lines(proc.stderr)),
+          "says written and cannot write: %r" % proc.stderr)
     check(_read(dest) == "previous page" and not _temps(env.tmp),
           "the old file changed or a temporary file was left: %r" % _temps(env.tmp))
 
