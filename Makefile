@@ -8,6 +8,8 @@
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
 #   make format-check         list the files clang-format would change (fails if any)
+#   make fuzz                 build the libFuzzer targets (tests/fuzz/, clang) into
+#                             build/fuzz/ and run each for FUZZ_SECONDS over its corpus
 #   make CC=clang             build with clang; WERROR=1 turns warnings into errors
 #
 # One build directory serves one interpreter: build/bin/sonde (the command),
@@ -86,7 +88,7 @@ VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
-.PHONY: all demo test unit bench format format-check clean
+.PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(BUILD)/python $(FAKE_NVML)
 
@@ -171,6 +173,48 @@ $(BUILD)/tests/pyread_dump: tests/pyread/pyread_dump.c $(CORE_OBJS)
 	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 
 unit: $(UNIT_BINS)
+
+# Fuzzing: one libFuzzer target per parser of outside input,
+# tests/fuzz/fuzz_<name>.c, each linked with the command's objects and the
+# core, all built by clang with ASan and UBSan (every report fatal) in
+# their own build directory (build/fuzz/obj, targets in build/fuzz/bin).
+# `make fuzz` builds them and runs each for FUZZ_SECONDS over its checked-in
+# corpus (tests/fuzz/corpus/<name>/); it fails when a target crashes, leaks
+# or breaks an invariant (tests/fuzz/run.py saves the input under
+# build/fuzz/crashes/). A target may name the platform calls it serves
+# from its input: FUZZ_WRAP_<name> (-Wl,--wrap, see tests/fuzz/fakeproc.h).
+FUZZ_SECONDS ?= 10
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/bin/%)
+FUZZ_WRAP_MEM  := -Wl,--wrap=sonde_prim_mem_read
+FUZZ_WRAP_PROC := $(FUZZ_WRAP_MEM) -Wl,--wrap=sonde_prim_proc_open -Wl,--wrap=sonde_prim_proc_exe
+$(BUILD)/bin/fuzz_pyread: FUZZ_LDFLAGS = $(FUZZ_WRAP_MEM)
+$(BUILD)/bin/fuzz_pyread_open: FUZZ_LDFLAGS = $(FUZZ_WRAP_PROC)
+
+fuzz:
+	@$(MAKE) --no-print-directory -s -j2 BUILD=build/fuzz CC=clang \
+	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" fuzz-build
+	$(PYTHON) tests/fuzz/run.py --bin build/fuzz/bin --seconds $(FUZZ_SECONDS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Rewrites the seeds that the targets build themselves (well-formed
+# interpreters of every version, a process to attach to): run after a
+# layout change in src/pyread/pyoffsets_gen.h.
+FUZZ_SEEDED := elf pyread pyread_open
+fuzz-seeds:
+	@$(MAKE) --no-print-directory -s -j2 BUILD=build/fuzz CC=clang \
+	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" fuzz-build
+	@for t in $(FUZZ_SEEDED); do \
+	    rm -rf tests/fuzz/corpus/$$t; mkdir -p tests/fuzz/corpus/$$t; \
+	    SONDE_FUZZ_WRITE_SEEDS=tests/fuzz/corpus/$$t build/fuzz/bin/fuzz_$$t || exit 1; \
+	done
+
+$(FUZZ_BINS): $(BUILD)/bin/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(CLI_LIB_OBJS) $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -fsanitize=fuzzer -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) \
+	    $(FUZZ_LDFLAGS) $(LDLIBS) $(CMD_LDLIBS)
 
 demo:
 	@tools/setup-deps.sh

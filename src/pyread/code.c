@@ -512,7 +512,9 @@ int sonde_pycode_line(const sonde_pycode_hit_t *hit, int64_t offset)
 {
     struct code_info *info = (struct code_info *)hit->info;
 
-    if (offset < 0) return info->pub.firstlineno;
+    /* a frame not started is on its first line; a negative one (hostile
+     * memory, found by tests/fuzz/fuzz_pyread.c) is no line */
+    if (offset < 0) return info->pub.firstlineno >= 0 ? info->pub.firstlineno : -1;
     if (offset > UINT32_MAX) return -1;
     if (offset == info->memo_offset) return info->memo_line;
     int line = sonde_linetable_lookup(info->minor, info->linetable, info->linetable_len,

@@ -3,7 +3,8 @@
  * Owns: sonde_maps_parse_line, sonde_maps_find_images,
  * sonde_maps_minor_hint. Called by proc.c when it opens another process,
  * and by the unit tests. The text is hostile input: numbers are parsed with
- * digit limits, paths are length-checked, and a malformed line is skipped.
+ * digit limits, paths are length-checked, and a malformed line (or one
+ * whose path holds a NUL byte) is skipped.
  * No allocation; nothing here runs in a signal handler.
  */
 #include "pyread_internal.h"
@@ -125,8 +126,11 @@ int sonde_maps_find_images(const char *text, size_t len, const char *exe_path,
             sonde_maps_line_t m;
             const char *next = nl ? nl + 1 : end;
 
+            /* a NUL would cut the path: the file opened would not be the
+             * one mapped (the kernel never writes one; the text may) */
             if (sonde_maps_parse_line(line, line_len, &m) != 0 || m.offset != 0 ||
-                m.path_len == 0 || m.path[0] != '/' || m.path_len >= SONDE_MAPS_PATH_MAX) {
+                m.path_len == 0 || m.path[0] != '/' || m.path_len >= SONDE_MAPS_PATH_MAX ||
+                memchr(m.path, 0, m.path_len)) {
                 line = next;
                 continue;
             }

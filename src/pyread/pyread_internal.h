@@ -70,7 +70,8 @@ int sonde_pycode_get(sonde_pyproc_t *proc, uint64_t addr, sonde_pycode_hit_t *hi
 void sonde_pycode_new_walk(sonde_pyproc_t *proc);
 
 /* The line of byte offset `offset` in a resolved code object (a negative
- * offset, a frame not started yet, gives co_firstlineno), and whether the
+ * offset, a frame not started yet, gives co_firstlineno; -1 for a negative
+ * co_firstlineno, as for any line that is none), and whether the
  * instruction at that offset belongs to the call family. */
 int sonde_pycode_line(const sonde_pycode_hit_t *hit, int64_t offset);
 bool sonde_pycode_in_call(const sonde_pycode_hit_t *hit, int64_t offset);

@@ -429,6 +429,17 @@ static void check_layout(const sonde_pyoffsets_t *off)
           "a frame whose code is not a code object (3.13: skipped; else: error)", detail);
     put64(w.code_y, off->ob_type, (uint64_t)(uintptr_t)code_type_obj);
 
+    /* a negative co_firstlineno (found by tests/fuzz/fuzz_pyread.c: the
+     * frame not started gave it as its line) */
+    put32(w.code_x, off->code_firstlineno, (uint32_t)-246);
+    walk(&proc, w.t0, &got);
+    snprintf(detail, sizeof detail, "rc %d n %d lines %d %d %d", got.rc, got.n, got.lines[0],
+             got.lines[1], got.lines[2]);
+    check(got.rc == 0 && got.n == 3 && got.lines[0] == -1 && got.lines[1] == 11 &&
+              got.lines[2] == -1,
+          "a negative first line is no line, even for a frame not started", detail);
+    put32(w.code_x, off->code_firstlineno, 10);
+
     /* cycles and depth */
     walk(&proc, w.t1, &got);
     snprintf(detail, sizeof detail, "rc %d n %d truncated %d", got.rc, got.n, got.truncated);

@@ -141,6 +141,16 @@ static void check_images(void)
           "no executable path: the first file mapping stands in", "");
     n = sonde_maps_find_images(text, sizeof text - 1, "/usr/bin/python3.11", images, 1);
     check(n == 1, "at most max images", "");
+
+    /* A NUL inside a path (found by tests/fuzz/fuzz_maps.c): the image
+     * would be opened by the path cut there, another file. */
+    static const char nul_text[] =
+        "7f0000000000-7f0000001000 r--p 00000000 fe:00 1 /weird\0/libpython3.12.so\n"
+        "7f1000000000-7f1000001000 r--p 00000000 fe:00 2 /usr/lib/libpython3.11.so.1.0\n";
+    n = sonde_maps_find_images(nul_text, sizeof nul_text - 1, "/x", images, 4);
+    snprintf(detail, sizeof detail, "n %d; [0] %.100s", n, n > 0 ? images[0].path : "");
+    check(n == 1 && strcmp(images[0].path, "/usr/lib/libpython3.11.so.1.0") == 0,
+          "a path holding a NUL byte is skipped", detail);
 }
 
 static void check_fuzz(void)
