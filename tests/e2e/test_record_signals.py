@@ -76,8 +76,11 @@ def _interrupt_group(argv, cwd):
     """Starts argv in a session of its own, sends SIGINT to its whole
     process group once the program is blocked in time.sleep (or, counting,
     once it is ready), and returns (exit status, stdout, stderr)."""
+    # SIGINT as a terminal's session has it (a background job of a shell,
+    # such as a CI runner, starts with SIGINT ignored, which python keeps).
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=cwd, start_new_session=True)
+                            cwd=cwd, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         ready = proc.stdout.readline().split()
         check(len(ready) == 2 and ready[0] == "ready", "not ready: %r" % ready)
