@@ -31,6 +31,7 @@ import concurrent.futures
 import glob
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -186,6 +187,10 @@ def run_in_chroot(args, results):
 
 
 def main():
+    # Started as a shell's background job (CI runners are), the runner has
+    # SIGINT ignored, and every program it starts would inherit that: the
+    # tests compare with python as a terminal starts it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="run only tests whose module.name contains this")
     ap.add_argument("--python", action="append", default=[], help="only these interpreters")

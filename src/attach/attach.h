@@ -58,20 +58,21 @@ typedef struct sonde_atarget {
     char *cmdline;       /* owned; its arguments, NUL-separated, read at
                             open (NULL unknown) */
     size_t cmdline_len;
-    sonde_codefilter_t filter; /* the program's own files: not under the
+    sonde_codefilter_t filter;       /* the program's own files: not under the
                                   interpreter's library directories, not in
                                   site-packages/dist-packages */
-    sonde_codecache_t codes;   /* the filter's verdict per code id */
-    sonde_threadreg_t threads; /* of struct sonde_athread */
-    sonde_aframe_t *walk;      /* owned; scratch for one stack walk
-                                  (SONDE_PY_MAX_DEPTH frames) */
-    sonde_accum_t acc;         /* lines, stacks, thread slots, partial counts
+    sonde_codecache_t codes;         /* the filter's verdict per code id */
+    sonde_threadreg_t threads;       /* of struct sonde_athread */
+    sonde_threadlist_t tick_threads; /* the current tick's thread states */
+    sonde_aframe_t *walk;            /* owned; scratch for one stack walk
+                                  (SONDE_STACK_MAX_DEPTH frames) */
+    sonde_accum_t acc;               /* lines, stacks, thread slots, partial counts
                                   (failed reads: acc.partial.failed_reads) */
-    sonde_ns_t last_tick_ns;   /* 0 until the baseline tick */
-    uint64_t ticks;            /* ticks counted (after the baseline) */
-    int fail_streak;           /* consecutive ticks whose thread list failed */
-    bool exited;               /* the process is gone (or a zombie) */
-    bool retired;              /* stopped reading it (exec'd into something
+    sonde_ns_t last_tick_ns;         /* 0 until the baseline tick */
+    uint64_t ticks;                  /* ticks counted (after the baseline) */
+    int fail_streak;                 /* consecutive ticks whose thread list failed */
+    bool exited;                     /* the process is gone (or a zombie) */
+    bool retired;                    /* stopped reading it (exec'd into something
                                 else); its figures stay */
 } sonde_atarget_t;
 
@@ -174,9 +175,11 @@ int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version
 
 /* ---- sonde record (spawn.c) ---------------------------------------------------- */
 
-/* Starts argv (argv[0] searched in PATH) as a child process and waits until
- * the exec succeeded. Returns 0 with *pid set, or the exec's -errno
- * (-ENOENT: no such command, -EACCES: not executable). */
-int sonde_attach_spawn(char *const *argv, pid_t *pid);
+/* Starts argv (argv[0] searched in PATH) as a child process, in the
+ * caller's process group, with signal mask *mask (NULL: none blocked) and
+ * the caller's signal dispositions (SIGPIPE's back to the default), and
+ * waits until the exec succeeded. Returns 0 with *pid set, or the exec's
+ * -errno (-ENOENT: no such command, -EACCES: not executable). */
+int sonde_attach_spawn(char *const *argv, const sigset_t *mask, pid_t *pid);
 
 #endif

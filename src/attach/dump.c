@@ -2,13 +2,16 @@
  *
  * Owns: sonde_attach_dump. Called by the CLI. Reads the target once, the
  * way py-spy's dump reads: a header naming the process and its Python,
- * then per thread (ordered by kernel thread id)
+ * then per thread (the main thread first, the others by kernel thread id;
+ * all of them, however many, unless reading them takes longer than
+ * DUMP_BUDGET_NS: the rest are then counted in a last line)
  *     Thread 1234 (idle, in clock_nanosleep): "MainThread"
  *         sleeper (/srv/app.py:10)
  *         <module> (/srv/app.py:20)
  * with the innermost frame first; a stack deeper than the sampling core's
  * limit shows "<N frames left out>" between its innermost and outermost
- * frames. The state comes from the kernel
+ * frames (dump reads a stack to its root, up to SONDE_PY_MAX_DEPTH frames,
+ * where a sample's walk stops at SONDE_WALK_MAX_READ). The state comes from the kernel
  * (src/prim/remote.c: "active" when running or runnable, "idle" when
  * blocked, with the system call when known) plus "+gil" for the thread
  * holding the GIL. The target is not stopped: a stack that changes while it
@@ -22,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DUMP_RETRIES 3 /* walks of a stack that keeps changing */
+#define DUMP_RETRIES 3                         /* walks of a stack that keeps changing */
+#define DUMP_BUDGET_NS (10 * SONDE_NS_PER_SEC) /* then the other threads are left out */
 
 /* Appends s with control characters (a newline in a file name) as '?'. */
 static void dump_puts_clean(sonde_buf_t *out, const char *s)
@@ -87,7 +91,7 @@ static void dump_state(const sonde_atarget_t *t, const sonde_pythread_t *pt, son
  * marker) into t->walk; returns the depth or -errno. */
 static int dump_walk(sonde_atarget_t *t, uint64_t tstate)
 {
-    sonde_walk_t walk = {.frames = t->walk};
+    sonde_walk_t walk = {.frames = t->walk, .max_read = SONDE_PY_MAX_DEPTH};
     sonde_mem_snapshot_begin(&t->proc.mem);
     int rc = sonde_walk_thread(&walk, &t->proc, tstate, &t->codes, &t->filter);
     sonde_mem_snapshot_end(&t->proc.mem);
@@ -143,7 +147,9 @@ static int dump_by_tid(const void *a, const void *b)
 int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version_len)
 {
     sonde_atarget_t t;
-    sonde_pythread_t *threads = NULL;
+    sonde_threadlist_t list;
+    sonde_partial_t partial = {0};
+    sonde_threadlist_init(&list);
     int rc = sonde_atarget_open(&t, pid);
     if (version_len) version[0] = 0;
     if (rc != 0) {
@@ -153,29 +159,34 @@ int sonde_attach_dump(pid_t pid, sonde_buf_t *out, char *version, size_t version
         sonde_atarget_free(&t);
         return rc;
     }
-    threads = malloc(SONDE_PY_MAX_THREADS * sizeof *threads);
-    if (!threads) {
-        rc = -ENOMEM;
-        goto done;
-    }
     dump_header(&t, out);
-    sonde_partial_t partial = {0};
-    int n = sonde_sample_threads(&t.proc, threads, &partial);
+    sonde_mem_snapshot_begin(&t.proc.mem);
+    int n = sonde_threadlist_read(&list, &t.proc, &partial);
+    sonde_mem_snapshot_end(&t.proc.mem);
     if (n < 0) {
         rc = n;
         goto done;
     }
     if (n == 0)
         sonde_buf_puts(out, "\n(no Python threads: the interpreter is starting or exiting)\n");
-    qsort(threads, (size_t)n, sizeof *threads, dump_by_tid);
-    for (int i = 0; i < n; i++)
-        dump_thread(&t, &threads[i], out);
+    /* The main thread first, then the others in the order of their kernel
+     * tids, until DUMP_BUDGET_NS has passed; the threads left out are
+     * counted. */
+    if (list.n > 1) qsort(list.threads + 1, list.n - 1, sizeof *list.threads, dump_by_tid);
+    sonde_ns_t started = sonde_prim_monotonic_ns();
+    size_t shown = 0;
+    for (; shown < list.n; shown++) {
+        if (shown > 0 && sonde_prim_monotonic_ns() - started > DUMP_BUDGET_NS) break;
+        dump_thread(&t, &list.threads[shown], out);
+    }
+    sonde_threadlist_tick_end(&list, shown, &partial);
     if (partial.threads_left_out)
-        sonde_buf_printf(out, "\n(%llu more threads left out)\n",
-                         (unsigned long long)partial.threads_left_out);
+        sonde_buf_printf(out, "\n(%llu more thread%s left out)\n",
+                         (unsigned long long)partial.threads_left_out,
+                         partial.threads_left_out == 1 ? "" : "s");
     rc = sonde_buf_error(out);
 done:
-    free(threads);
+    sonde_threadlist_free(&list);
     sonde_atarget_free(&t);
     return rc;
 }

@@ -1,9 +1,12 @@
 /* spawn.c — `sonde record`: starting the command to sample.
  *
  * Owns: sonde_attach_spawn. Called by the CLI before sampling. The command
- * is looked up in $PATH before the fork; the child restores the signal
- * mask and the dispositions of SIGINT, SIGTERM and SIGPIPE the command
- * expects, then execs; a close-on-exec pipe tells the
+ * is looked up in $PATH before the fork; the child takes the signal mask
+ * the caller gives (sonde's own from before it blocked the signals it
+ * forwards), keeps every disposition sonde was started with (a signal
+ * ignored by sonde's parent stays ignored, as for the command run
+ * directly) but SIGPIPE's, which goes back to the default, then execs; a
+ * close-on-exec pipe tells the
  * parent whether the exec succeeded (EOF) or failed (the child writes its
  * errno and exits 127), so "no such command" is an error of `sonde
  * record` itself, not of the command. Between fork and exec the child
@@ -45,7 +48,7 @@ static int spawn_resolve(const char *name, char *path, size_t len)
     return rc;
 }
 
-int sonde_attach_spawn(char *const *argv, pid_t *pid)
+int sonde_attach_spawn(char *const *argv, const sigset_t *mask, pid_t *pid)
 {
     int fds[2];
     char path[4096];
@@ -63,9 +66,7 @@ int sonde_attach_spawn(char *const *argv, pid_t *pid)
     if (child == 0) {
         sigset_t none;
         sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        sigprocmask(SIG_SETMASK, mask ? mask : &none, NULL);
         signal(SIGPIPE, SIG_DFL);
         close(fds[0]);
         execv(path, argv);

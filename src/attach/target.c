@@ -90,6 +90,7 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
     t->pid = pid;
     sonde_accum_init(&t->acc);
     sonde_threadreg_init(&t->threads, sizeof(struct sonde_athread), target_thread_release);
+    sonde_threadlist_init(&t->tick_threads);
     t->filter.site_dirs = true;
     int rc = sonde_pyproc_open_pid(&t->proc, pid);
     if (rc != 0) return rc;
@@ -105,7 +106,7 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
         free(t->cmdline);
         t->cmdline = NULL;
     }
-    t->walk = malloc(SONDE_PY_MAX_DEPTH * sizeof *t->walk);
+    t->walk = malloc(SONDE_STACK_MAX_DEPTH * sizeof *t->walk);
     if (!t->walk || (rc = target_lib_prefixes(t)) < 0) {
         sonde_atarget_free(t);
         return -ENOMEM;
@@ -116,6 +117,7 @@ int sonde_atarget_open(sonde_atarget_t *t, pid_t pid)
 void sonde_atarget_free(sonde_atarget_t *t)
 {
     sonde_threadreg_free(&t->threads);
+    sonde_threadlist_free(&t->tick_threads);
     free(t->walk);
     free(t->cmdline);
     sonde_codecache_free(&t->codes);
@@ -247,8 +249,17 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
 {
     struct target_os_view view;
     struct sonde_athread *th = target_thread(t, pt);
-    if (!th) return;
-    if (target_os_view(th, pt, wall, &view) < 0) return; /* the thread ended */
+    if (!th) {
+        if (!baseline) t->acc.partial.dropped_samples++; /* out of memory */
+        return;
+    }
+    int rc = target_os_view(th, pt, wall, &view);
+    if (rc < 0) {
+        /* The thread ended (-ESRCH), or its files could not be read (no
+         * descriptor left: counted, never silently skipped). */
+        if (rc != -ESRCH && !baseline) t->acc.partial.failed_reads++;
+        return;
+    }
     if (baseline || (opts->gil_only && !pt->holds_gil)) return;
 
     bool charge_system = view.wait == SONDE_WAIT_SYSTEM && view.blocked_ns > 0;
@@ -261,7 +272,7 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
     bool unmoved =
         th->have_stack && !view.running && view.have_cpu && view.cpu_ns == th->stack_cpu_ns;
     if (!unmoved) {
-        int rc = target_walk(t, th);
+        rc = target_walk(t, th);
         if (rc < 0) {
             if (rc == -ENOMEM)
                 t->acc.partial.dropped_samples++;
@@ -291,7 +302,7 @@ static bool target_gone(const sonde_atarget_t *t)
 
 int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now)
 {
-    static sonde_pythread_t threads[SONDE_PY_MAX_THREADS]; /* the sampling thread's */
+    sonde_threadlist_t *list = &t->tick_threads;
     if (t->exited || t->retired) return t->exited ? -ESRCH : 0;
     bool baseline = t->last_tick_ns == 0;
     sonde_ns_t wall = baseline || now < t->last_tick_ns ? 0 : now - t->last_tick_ns;
@@ -304,7 +315,7 @@ int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sond
     t->last_tick_ns = now;
 
     sonde_mem_snapshot_begin(&t->proc.mem);
-    int n = sonde_sample_threads(&t->proc, threads, &t->acc.partial);
+    int n = sonde_threadlist_read(list, &t->proc, &t->acc.partial);
     sonde_mem_snapshot_end(&t->proc.mem);
     if (n < 0) {
         if (n == -ESRCH || target_gone(t)) {
@@ -316,8 +327,23 @@ int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sond
         return 0;
     }
     t->fail_streak = 0;
-    for (int i = 0; i < n; i++)
-        target_thread_tick(t, opts, &threads[i], wall, baseline);
+    /* Every thread, the main one first, for as long as the tick's budget
+     * lasts; the threads left out keep their entries (the next tick
+     * starts with them). */
+    sonde_ns_t started = sonde_prim_monotonic_ns();
+    sonde_ns_t budget = sonde_sample_tick_budget((sonde_ns_t)(1e9 / opts->rate_hz));
+    size_t k = 0;
+    for (; k < list->n; k++) {
+        if (k > 0 && sonde_prim_monotonic_ns() - started > budget) break;
+        target_thread_tick(t, opts, sonde_threadlist_nth(list, k), wall, baseline);
+    }
+    for (size_t rest = k; rest < list->n; rest++) {
+        const sonde_pythread_t *pt = sonde_threadlist_nth(list, rest);
+        sonde_threadreg_touch(&t->threads, pt->tstate, pt->native_tid);
+    }
+    /* (The baseline tick takes no samples: nothing of it is left out.) */
+    sonde_partial_t ignored = {0};
+    sonde_threadlist_tick_end(list, k, baseline ? &ignored : &t->acc.partial);
     sonde_threadreg_sweep(&t->threads);
     if (!baseline) t->ticks++;
     return 0;

@@ -1,19 +1,27 @@
 /* attach.c — `sonde attach`, `sonde record` and `sonde dump`.
  *
  * Owns: the command lines of the three commands that read a Python process
- * from outside (src/attach/), their Ctrl-C handling and exit statuses.
+ * from outside (src/attach/), their signal handling and exit statuses.
  *   sonde attach [options] PID          sample a running process
  *   sonde record [options] -- CMD ARGS  start CMD and sample it
  *   sonde dump PID                      print every thread's stack once
- * attach_on_signal is a signal handler (SIGINT, SIGTERM, SIGHUP while
- * sampling): it only records which signal arrived in a sig_atomic_t that
- * the sampling loop polls; the loop ends, the output is written, and the
- * previous handlers come back. Parsing: attach_options.c; output and
- * messages: attach_report.c.
+ * Two signal handlers, each async-signal-safe and confined to its section
+ * below: attach_on_signal (attach: SIGINT, SIGTERM, SIGHUP while sampling)
+ * only stores which signal arrived in a sig_atomic_t that the sampling
+ * loop polls (the loop ends, the output is written, the previous handlers
+ * come back); record_on_signal (record: SIGINT, SIGQUIT, SIGTERM, SIGHUP
+ * until the command is reaped) passes a signal on to the command unless
+ * the command got it already (a signal to the whole process group), and
+ * record samples until the command ends, then ends as it did: the same
+ * exit status, or death by the same signal. Parsing: attach_options.c;
+ * output and messages: attach_report.c.
  */
 #include "attach_cli.h"
 
+#include "../prim/prim.h"
 #include "../report/report.h"
+
+#include <errno.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -55,8 +63,10 @@ static const char record_usage[] =
     "usage: sonde record [options] -- COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND (e.g. python3 app.py) and samples it from outside while it\n"
-    "runs, at no cost to the program beyond the CPU the sampler takes. Exits\n"
-    "with COMMAND's status.\n"
+    "runs, at no cost to the program beyond the CPU the sampler takes, until it\n"
+    "ends; then ends as COMMAND ended: with its exit status, or killed by the\n"
+    "same signal. Ctrl-C and Ctrl-\\ reach COMMAND from the terminal; other\n"
+    "signals sent to sonde alone (kill PID) are passed on to it.\n"
     "\n"
     "options: as 'sonde attach' (--rate, --duration, -o, --format, --threads,\n"
     "--idle, --gil), plus\n"
@@ -72,21 +82,16 @@ static const char dump_usage[] =
     "first, with each thread's state (active or idle, the system call it waits\n"
     "in, +gil for the holder of the GIL). The process is not stopped.\n";
 
-/* ---- signals ----------------------------------------------------------------------- */
+/* ---- signals: attach ------------------------------------------------------------ */
 
-static volatile sig_atomic_t attach_stop;   /* set by the handler, read by the loop */
-static volatile sig_atomic_t attach_signal; /* which signal asked to stop */
-static volatile sig_atomic_t attach_sent;   /* it was sent to sonde alone (kill), not
-                                               by the terminal to the whole group */
+static volatile sig_atomic_t attach_stop; /* set by the handler, read by the loop */
 static struct sigaction attach_old[3];
 static const int attach_signals[3] = {SIGINT, SIGTERM, SIGHUP};
 
-/* Signal handler: async-signal-safe (three stores). */
-static void attach_on_signal(int sig, siginfo_t *info, void *context)
+/* Signal handler: async-signal-safe (one store). */
+static void attach_on_signal(int sig)
 {
-    (void)context;
-    attach_signal = sig;
-    attach_sent = info && info->si_code != SI_KERNEL;
+    (void)sig;
     attach_stop = 1;
 }
 
@@ -94,12 +99,10 @@ static void attach_install_signals(void)
 {
     struct sigaction act;
     memset(&act, 0, sizeof act);
-    act.sa_sigaction = attach_on_signal;
+    act.sa_handler = attach_on_signal;
     sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_SIGINFO; /* no SA_RESTART: a sleep ends at once */
+    act.sa_flags = 0; /* no SA_RESTART: a sleep ends at once */
     attach_stop = 0;
-    attach_signal = 0;
-    attach_sent = 0;
     for (int i = 0; i < 3; i++)
         sigaction(attach_signals[i], &act, &attach_old[i]);
 }
@@ -108,6 +111,69 @@ static void attach_restore_signals(void)
 {
     for (int i = 0; i < 3; i++)
         sigaction(attach_signals[i], &attach_old[i], NULL);
+}
+
+/* ---- signals: record --------------------------------------------------------------- */
+
+#define RECORD_N_SIGNALS 4
+static const int record_signals[RECORD_N_SIGNALS] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t record_child; /* the command's pid; 0: none */
+static struct sigaction record_old[RECORD_N_SIGNALS];
+static bool record_caught[RECORD_N_SIGNALS]; /* our handler is installed */
+
+/* Signal handler: async-signal-safe (getpgid, getpgrp, kill; errno kept).
+ * When the command is in sonde's process group, a signal sent to the whole
+ * group reached it already and is not passed on a second time: SIGINT and
+ * SIGQUIT (the terminal's Ctrl-C and Ctrl-\, or a kill of the group),
+ * whoever sent them, and a SIGHUP or SIGTERM from the kernel (the terminal
+ * hung up). Any other signal sent to sonde is passed on, once. */
+static void record_on_signal(int sig, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    pid_t child = record_child;
+    (void)context;
+    if (child > 0) {
+        bool same_group = getpgid(child) == getpgrp();
+        bool group_signal = sig == SIGINT || sig == SIGQUIT || (info && info->si_code == SI_KERNEL);
+        if (!same_group || !group_signal) kill(child, sig);
+    }
+    errno = saved_errno;
+}
+
+/* The signals record_on_signal handles, for blocking them around the
+ * start of the command. */
+static void record_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (int i = 0; i < RECORD_N_SIGNALS; i++)
+        sigaddset(set, record_signals[i]);
+}
+
+/* Installs record_on_signal for the command child, except for a signal
+ * sonde's parent made it ignore (the command ignores it too). Call with
+ * the signals blocked. */
+static void record_install_signals(pid_t child)
+{
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = record_on_signal;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_SIGINFO | SA_RESTART; /* the report's writes go on */
+    record_child = child;
+    for (int i = 0; i < RECORD_N_SIGNALS; i++) {
+        record_caught[i] = false;
+        if (sigaction(record_signals[i], NULL, &record_old[i]) != 0 ||
+            record_old[i].sa_handler == SIG_IGN)
+            continue;
+        record_caught[i] = sigaction(record_signals[i], &act, NULL) == 0;
+    }
+}
+
+static void record_restore_signals(void)
+{
+    record_child = 0;
+    for (int i = 0; i < RECORD_N_SIGNALS; i++)
+        if (record_caught[i]) sigaction(record_signals[i], &record_old[i], NULL);
 }
 
 /* ---- options ------------------------------------------------------------------------ */
@@ -134,9 +200,10 @@ static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv, sonde_a
 
 /* ---- the commands ---------------------------------------------------------------------- */
 
-/* Prints the closing line of a sampling run. */
+/* Prints the closing line of a sampling run; "FORMAT written to FILE" is
+ * added when written (the output file was written). */
 static void attach_summary(const sonde_attach_t *a, const char *what,
-                           const sonde_attach_args_t *args)
+                           const sonde_attach_args_t *args, bool written)
 {
     sonde_attach_progress_t p;
     sonde_attach_get_progress(a, &p);
@@ -144,10 +211,27 @@ static void attach_summary(const sonde_attach_t *a, const char *what,
     fprintf(stderr, "sonde: %llu sample%s of %s in %.1f s", (unsigned long long)p.samples,
             p.samples == 1 ? "" : "s", what, p.elapsed_sec);
     if (p.errors) fprintf(stderr, " (%llu unreadable)", (unsigned long long)p.errors);
-    if (args->outfile)
+    if (written)
         fprintf(stderr, "; %s written to %s\n", args->format->name, args->outfile);
     else
         fputc('\n', stderr);
+}
+
+/* Writes what was sampled (to the output file, else to fd) with the
+ * closing line: before a report that goes to fd, after the file is
+ * written, so that it says "written" only of a file that was. Returns 0,
+ * or 1 after printing why the output could not be written. */
+static int attach_finish(const sonde_attach_t *a, const char *what, const sonde_attach_args_t *args,
+                         int fd)
+{
+    if (!args->outfile) {
+        attach_summary(a, what, args, false);
+        return sonde_attach_cli_write(a, args->format, NULL, fd);
+    }
+    sonde_attach_cli_progress_end();
+    int rc = sonde_attach_cli_write(a, args->format, args->outfile, fd);
+    attach_summary(a, what, args, rc == 0);
+    return rc;
 }
 
 int sonde_cli_attach(int argc, char **argv)
@@ -161,6 +245,7 @@ int sonde_cli_attach(int argc, char **argv)
         fputs(attach_usage, stdout);
         return 0;
     }
+    sonde_prim_raise_fd_limit(); /* a few files per thread of the target */
     sonde_attach_init(&a, &args.opts);
     rc = sonde_attach_add_root(&a, args.pid);
     if (rc < 0) {
@@ -188,28 +273,29 @@ int sonde_cli_attach(int argc, char **argv)
         sonde_attach_free(&a);
         return 1;
     }
-    attach_summary(&a, what, &args);
-    rc = sonde_attach_cli_write(&a, args.format, args.outfile, 1);
+    rc = attach_finish(&a, what, &args, 1);
     sonde_attach_free(&a);
     return rc;
 }
 
-/* Waits for the recorded command; returns its exit status as a shell
- * reports it (128 + signal when killed). */
-static int attach_wait_child(pid_t child)
+/* Waits for the recorded command: returns its exit status, or 0 with
+ * *signal set when a signal ended it. */
+static int record_wait_child(pid_t child, int *signal)
 {
     int status = 0;
+    *signal = 0;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR) return 1;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return 1;
+    if (WIFSIGNALED(status)) *signal = WTERMSIG(status);
+    return WIFSIGNALED(status) ? 0 : 1;
 }
 
 int sonde_cli_record(int argc, char **argv)
 {
     sonde_attach_args_t args;
     sonde_attach_t a;
+    sigset_t forwarded, old_mask;
     pid_t child = 0;
     char what[64];
     int rc = attach_parse(SONDE_ATTACH_MODE_RECORD, argc, argv, &args);
@@ -219,19 +305,24 @@ int sonde_cli_record(int argc, char **argv)
         return 0;
     }
     fflush(NULL);
-    rc = sonde_attach_spawn(args.command, &child);
+    /* Signals wait until the handler knows the command's pid; the command
+     * starts with the mask sonde had. */
+    record_signal_set(&forwarded);
+    sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+    rc = sonde_attach_spawn(args.command, &old_mask, &child);
     if (rc < 0) {
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         sonde_cli_error("cannot run '%s': %s", args.command[0], strerror(-rc));
         return rc == -ENOENT ? 127 : 126;
     }
+    record_install_signals(child);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sonde_prim_raise_fd_limit(); /* once the command runs with the limit sonde had */
     sonde_attach_init(&a, &args.opts);
-    attach_install_signals();
+    /* No stop flag: sampling ends with the command (or --duration); a
+     * signal is the command's to act on. */
     rc = sonde_attach_add_pending_root(&a, child);
-    if (rc == 0) rc = sonde_attach_run(&a, &attach_stop, sonde_attach_cli_progress, NULL);
-    attach_restore_signals();
-    /* A Ctrl-C at the terminal reached the command too; a signal sent to
-     * sonde alone is passed on, so that the command ends as asked. */
-    if (attach_stop && attach_sent) kill(child, attach_signal);
+    if (rc == 0) rc = sonde_attach_run(&a, NULL, sonde_attach_cli_progress, NULL);
     snprintf(what, sizeof what, "'%s'", args.command[0]);
     int write_rc = 0;
     if (rc < 0) {
@@ -250,12 +341,19 @@ int sonde_cli_record(int argc, char **argv)
                                                      "starts, add --subprocesses)");
         write_rc = 1;
     } else {
-        attach_summary(&a, what, &args);
-        write_rc = sonde_attach_cli_write(&a, args.format, args.outfile, 2);
+        write_rc = attach_finish(&a, what, &args, 2);
     }
     sonde_attach_free(&a);
-    int status = attach_wait_child(child);
-    return write_rc ? (status ? status : write_rc) : status;
+    int signal = 0;
+    int status = record_wait_child(child, &signal);
+    record_restore_signals();
+    if (signal) {
+        /* End as the command ended (a shell then reports the signal, and a
+         * parent waiting for sonde sees WIFSIGNALED). */
+        sonde_prim_die_by_signal(signal);
+        return 128 + signal;
+    }
+    return write_rc && !status ? write_rc : status;
 }
 
 int sonde_cli_dump(int argc, char **argv)
@@ -269,6 +367,7 @@ int sonde_cli_dump(int argc, char **argv)
         fputs(dump_usage, stdout);
         return 0;
     }
+    sonde_prim_raise_fd_limit();
     rc = sonde_attach_dump(args.pid, &out, version, sizeof version);
     if (rc < 0) {
         sonde_attach_cli_open_error(args.pid, rc, version);

@@ -228,7 +228,10 @@ int sonde_cli_view(int argc, char **argv)
     int rc = sonde_buf_read_file(&json, in, VIEW_MAX_INPUT, NULL);
     if (rc < 0) {
         sonde_cli_error("cannot read %s: %s", in,
-                        rc == -EFBIG ? "larger than 1 GiB, not a profile" : strerror(-rc));
+                        rc == -EFBIG    ? "larger than 1 GiB, not a profile"
+                        : rc == -EINVAL ? "not a regular file (give the JSON file that "
+                                          "'sonde run --json -o FILE' wrote)"
+                                        : strerror(-rc));
         goto done;
     }
     if ((rc = sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir)) < 0) {
@@ -252,15 +255,9 @@ int sonde_cli_view(int argc, char **argv)
     }
 
     if (out_path && strcmp(out_path, "-") == 0) {
-        size_t done_len = 0;
-        while (done_len < page.len) {
-            ssize_t w = write(1, page.data + done_len, page.len - done_len);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                sonde_cli_error("cannot write to standard output: %s", strerror(errno));
-                goto done;
-            }
-            done_len += (size_t)w;
+        if ((rc = sonde_write_fd(1, page.data, page.len)) < 0) {
+            sonde_cli_error("cannot write to standard output: %s", strerror(-rc));
+            goto done;
         }
         status = 0;
         goto done;

@@ -7,6 +7,8 @@
  */
 #include "buf.h"
 
+#include "../prim/prim.h"
+
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -199,14 +201,16 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
 int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated)
 {
     if (truncated) *truncated = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (fd < 0) return fd;
     int rc = 0;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         rc = -errno;
     } else if (!S_ISREG(st.st_mode)) {
         rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    } else if (!truncated && (uint64_t)st.st_size > max) {
+        rc = -EFBIG; /* refused before a byte is read */
     } else {
         /* Reads at most max + 1 bytes: one byte past max tells a file at
          * the cap from a longer one. The first read asks for the size fstat

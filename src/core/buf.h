@@ -40,7 +40,8 @@ void sonde_buf_json_string(sonde_buf_t *b, const char *s);
 void sonde_buf_json_number(sonde_buf_t *b, double v, int digits);
 /* Appends the contents of the regular file at path, at most max bytes of
  * it. A file holding more sets *truncated (the first max bytes are kept)
- * or, with truncated NULL, fails with -EFBIG. Opened non-blocking and
+ * or, with truncated NULL, fails with -EFBIG (at once, before reading,
+ * when the file's size says so). Opened non-blocking and
  * without becoming a controlling terminal, so a FIFO or device named by
  * an untrusted path never blocks: it fails with -EINVAL (-EISDIR for a
  * directory). Returns 0 or -errno; on failure b may hold part of the

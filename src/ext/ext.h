@@ -65,9 +65,10 @@ typedef struct sonde_sampler {
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;
-    sonde_accum_t acc;         /* lines, stacks (record_stacks), partial counts */
-    sonde_codecache_t codes;   /* the filter's verdict per code id */
-    sonde_threadreg_t threads; /* of struct sonde_sampler_thread */
+    sonde_accum_t acc;               /* lines, stacks (record_stacks), partial counts */
+    sonde_codecache_t codes;         /* the filter's verdict per code id */
+    sonde_threadreg_t threads;       /* of struct sonde_sampler_thread */
+    sonde_threadlist_t tick_threads; /* the current tick's thread states */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
     uint64_t rng;
@@ -77,9 +78,12 @@ typedef struct sonde_sampler {
     sonde_gpu_reading_t gpu_now;
     /* Shared. */
     pthread_t thread;
-    bool thread_started;      /* written by the starting thread only */
-    _Atomic pid_t thread_tid; /* kernel id of the sampler thread */
-    int wake_fd;              /* eventfd: stop or SIGTERM */
+    bool thread_started;       /* written by the starting thread only */
+    _Atomic pid_t thread_tid;  /* kernel id of the sampler thread */
+    bool can_resume;           /* the reader is open: a paused thread may restart */
+    sonde_prim_wake_t wake;    /* stop or SIGTERM */
+    sonde_prim_wake_t started; /* the thread's first tick is done */
+    atomic_bool baseline_done; /* ... (set before started is signalled) */
     atomic_bool stop_requested;
     atomic_bool term_requested;
 } sonde_sampler_t;
@@ -252,6 +256,7 @@ typedef struct sonde_gpu {
                                      child has no reader thread) */
     int8_t requested; /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
     bool verbose;
+    bool stderr_open; /* fd 2 was open at start: notes may go there */
     sonde_ns_t poll_ns;
     struct sonde_gpu_nvml *nvml; /* owned; NULL without the library */
     /* Written by the reader thread before it sets ready (release); read by
@@ -262,7 +267,7 @@ typedef struct sonde_gpu {
     sonde_gpu_published_t pub; /* written by the reader thread only */
     atomic_bool ready;         /* devices chosen, a first reading published */
     atomic_bool stop_requested;
-    int wake_fd; /* eventfd: stop */
+    sonde_prim_wake_t wake; /* stop */
     pthread_t thread;
     atomic_int thread_tid; /* the reader's kernel tid (0 before it runs) */
     bool thread_started;   /* written by the starting/stopping thread */

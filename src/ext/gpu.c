@@ -140,7 +140,7 @@ static void gpu_note(const sonde_gpu_t *g, bool problem, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void gpu_note(const sonde_gpu_t *g, bool problem, const char *fmt, ...)
 {
-    if (!g->verbose && !(problem && g->requested == 1)) return;
+    if (!g->stderr_open || (!g->verbose && !(problem && g->requested == 1))) return;
     char line[512];
     int n = snprintf(line, sizeof line, "sonde: GPU: ");
     va_list ap;
@@ -617,7 +617,7 @@ static int gpu_setup(sonde_gpu_t *g)
 /* Sleeps until the next poll or a stop request. Returns true to go on. */
 static bool gpu_wait(sonde_gpu_t *g)
 {
-    sonde_prim_wake_wait(g->wake_fd, g->poll_ns);
+    sonde_prim_wake_wait(&g->wake, g->poll_ns);
     return !sonde_atomic_load_acquire(&g->stop_requested);
 }
 
@@ -664,9 +664,9 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
     memset(g, 0, sizeof *g);
     g->started = true;
     g->pid = getpid();
-    g->wake_fd = -1;
     g->requested = opts->gpu;
     g->verbose = opts->verbose;
+    g->stderr_open = sonde_prim_fd_is_open(STDERR_FILENO);
     if (opts->gpu == 0) {
         gpu_note(g, false, "off (--no-gpu)");
         return;
@@ -680,8 +680,7 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
         gpu_note(g, true, "not profiled: %s", why);
         return;
     }
-    g->wake_fd = sonde_prim_wake_open();
-    int rc = g->wake_fd < 0 ? g->wake_fd : -pthread_create(&g->thread, NULL, gpu_main, g);
+    int rc = -pthread_create(&g->thread, NULL, gpu_main, g);
     if (rc < 0) {
         gpu_note(g, true, "not profiled: cannot start the GPU reader thread: %s", strerror(-rc));
         sonde_gpu_free(g);
@@ -694,7 +693,7 @@ void sonde_gpu_stop(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
     sonde_atomic_store_release(&g->stop_requested, true);
-    sonde_prim_wake_signal(g->wake_fd);
+    sonde_prim_wake_signal(&g->wake);
     pthread_join(g->thread, NULL);
     g->thread_started = false;
 }
@@ -703,7 +702,7 @@ void sonde_gpu_pause(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
     sonde_gpu_stop(g);
-    sonde_prim_forget_joined_thread(atomic_load(&g->thread_tid), g->wake_fd);
+    sonde_prim_forget_joined_thread(atomic_load(&g->thread_tid), &g->wake);
     sonde_atomic_store_release(&g->stop_requested, false);
     g->paused = true;
 }
@@ -742,8 +741,6 @@ void sonde_gpu_free(sonde_gpu_t *g)
         free(g->nvml);
         g->nvml = NULL;
     }
-    if (g->wake_fd >= 0) close(g->wake_fd);
-    g->wake_fd = -1;
     sonde_atomic_store_release(&g->ready, false);
     g->started = false;
 }

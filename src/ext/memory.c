@@ -102,7 +102,7 @@ int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
 {
     int rc = 0;
     memset(m, 0, sizeof *m);
-    m->proc.mem.mem_fd = -1;
+    m->proc.mem.procmem = SONDE_PRIM_KEPT_FD_NONE;
     sonde_shim_start_fn start = (sonde_shim_start_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_START);
     sonde_shim_wrap_pyalloc_fn wrap =
         (sonde_shim_wrap_pyalloc_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_WRAP_PYALLOC);

@@ -23,7 +23,7 @@
  * test-only variable SONDE_TEST_SAMPLER_CPU pins the sampler thread to one
  * CPU (tests/e2e/test_cpu_accuracy.py); it is not a user setting.
  * No signal handler runs here; sonde_sampler_signal_terminate is the only
- * async-signal-safe entry (it writes to an eventfd). The thread blocks all
+ * async-signal-safe entry (it signals a futex word). The thread blocks all
  * signals, so the program's signals are never delivered to it.
  */
 #include "ext.h"
@@ -37,6 +37,15 @@
  * (FRAME_GEN_BEFORE_LASTI) to tell a suspended generator's frame. */
 _Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen) + 8,
                "PyFrameObject: f_gen is not just before f_lasti");
+/* ... and whether a frame is executing 12 bytes after f_lasti
+ * (FRAME_STATE_AFTER_LASTI): f_executing (3.8, 3.9), f_state (3.10). */
+#if PY_VERSION_HEX < 0x030A0000
+_Static_assert(offsetof(PyFrameObject, f_executing) == offsetof(PyFrameObject, f_lasti) + 12,
+               "PyFrameObject: f_executing is not 12 bytes after f_lasti");
+#else
+_Static_assert(offsetof(PyFrameObject, f_state) == offsetof(PyFrameObject, f_lasti) + 12,
+               "PyFrameObject: f_state is not 12 bytes after f_lasti");
+#endif
 #endif
 
 #include <dlfcn.h>
@@ -47,9 +56,10 @@ _Static_assert(offsetof(PyFrameObject, f_lasti) == offsetof(PyFrameObject, f_gen
 #include <unistd.h>
 
 typedef struct sonde_sampler_thread {
-    sonde_thread_key_t key;  /* (thread state, tid); first (threads.c) */
-    sonde_ns_t last_cpu_ns;  /* on CPU since the thread started */
-    sonde_ns_t last_runq_ns; /* runnable but preempted, since it started */
+    sonde_thread_key_t key;   /* (thread state, tid); first (threads.c) */
+    sonde_ns_t last_cpu_ns;   /* on CPU since the thread started */
+    sonde_ns_t last_runq_ns;  /* runnable but preempted, since it started */
+    sonde_ns_t runq_ahead_ns; /* waits charged before schedstat reported them */
     sonde_thread_wait_t last_wait;
     uint64_t last_key;      /* where its last time went; 0 = unattributed */
     int last_answer;        /* the native test's answer there (sampler_charge) */
@@ -352,6 +362,10 @@ static int sampler_locate(sonde_sampler_t *s, sonde_sampler_thread_t *t, uint64_
     return 0;
 }
 
+/* Waits charged ahead of schedstat, at most this many intervals (a short
+ * sleep between two ticks looks the same and is never reported as a wait). */
+#define SAMPLER_RUNQ_AHEAD_MAX 4
+
 /* One thread's share of a tick. */
 static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, sonde_ns_t wall_ns)
 {
@@ -373,6 +387,15 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     t->last_cpu_ns = cpu_ns;
     t->last_runq_ns = runq_ns;
     if (s->first_tick) return;
+    /* schedstat adds a wait on the run queue only once it ends, so a thread
+     * waiting at a tick shows time that is neither CPU nor reported wait.
+     * Such time of a thread still running is charged when seen (below),
+     * and taken back from the wait reported later: else, with the machine
+     * busy, each tick dropped a random slice of a line's time (function
+     * shares were off by 4 points with four processes on two cores). */
+    sonde_ns_t repaid = runq_delta < t->runq_ahead_ns ? runq_delta : t->runq_ahead_ns;
+    runq_delta -= repaid;
+    t->runq_ahead_ns -= repaid;
     if (cpu_delta > wall_ns) cpu_delta = wall_ns;
     if (runq_delta > wall_ns - cpu_delta) runq_delta = wall_ns - cpu_delta;
     sonde_ns_t blocked_ns = wall_ns - cpu_delta - runq_delta;
@@ -389,10 +412,19 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     }
 
     sonde_thread_wait_t wait = SONDE_WAIT_RUNNING;
-    if (blocked_ns > wall_ns / 4 || cpu_delta == 0) wait = sonde_prim_thread_wait(&t->os);
+    if (blocked_ns > wall_ns / 4 || cpu_delta == 0 || (!s->virtual_time && blocked_ns > 0))
+        wait = sonde_prim_thread_wait(&t->os);
+    if (wait == SONDE_WAIT_RUNNING && !s->virtual_time && blocked_ns > 0 &&
+        t->runq_ahead_ns < SAMPLER_RUNQ_AHEAD_MAX * s->interval_ns) {
+        /* On CPU or runnable, not in a system call: the unexplained time
+         * is a wait schedstat has not reported yet. */
+        runq_delta += blocked_ns;
+        t->runq_ahead_ns += blocked_ns;
+        blocked_ns = 0;
+    }
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
     int answer = 0;
-    static sonde_aframe_t frames[2][SONDE_PY_MAX_DEPTH]; /* the sampler thread's alone */
+    static sonde_aframe_t frames[2][SONDE_STACK_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
                          .spare = s->record_stacks ? frames[1] : NULL};
     int rc = sampler_locate(s, t, pt->tstate, wait == SONDE_WAIT_RUNNING, &answer, &walk);
@@ -428,18 +460,31 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
 
 static void sampler_tick(sonde_sampler_t *s)
 {
-    static sonde_pythread_t threads[SONDE_PY_MAX_THREADS]; /* the sampler thread's alone */
+    sonde_threadlist_t *list = &s->tick_threads;
     sonde_ns_t now = sonde_prim_monotonic_ns();
     sonde_ns_t wall_ns = now - s->last_tick_ns;
+    sonde_ns_t budget_ns = sonde_sample_tick_budget(s->interval_ns);
     s->last_tick_ns = now;
-    int n = sonde_sample_threads(&s->proc, threads, &s->acc.partial);
+    int n = sonde_threadlist_read(list, &s->proc, &s->acc.partial);
     if (n < 0) {
         s->acc.partial.failed_reads++;
         return;
     }
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
-    for (int i = 0; i < n; i++)
-        sampler_tick_thread(s, &threads[i], wall_ns);
+    /* Every thread, the main one first, for as long as the tick's budget
+     * lasts; the threads left out keep their entries (the next tick
+     * starts with them). */
+    size_t k = 0;
+    for (; k < list->n; k++) {
+        if (k > 0 && sonde_prim_monotonic_ns() - now > budget_ns) break;
+        sampler_tick_thread(s, sonde_threadlist_nth(list, k), wall_ns);
+    }
+    for (size_t rest = k; rest < list->n; rest++) {
+        const sonde_pythread_t *pt = sonde_threadlist_nth(list, rest);
+        sonde_threadreg_touch(&s->threads, pt->tstate, pt->native_tid);
+    }
+    sonde_partial_t ignored = {0}; /* the first tick takes no samples */
+    sonde_threadlist_tick_end(list, k, s->first_tick ? &ignored : &s->acc.partial);
     sonde_threadreg_sweep(&s->threads);
     if (!s->first_tick) s->ticks++;
     s->first_tick = false;
@@ -472,13 +517,15 @@ static void *sampler_main(void *arg)
     if (s->first_tick) {
         s->last_tick_ns = sonde_prim_monotonic_ns();
         sampler_tick(s); /* baseline */
+        atomic_store_explicit(&s->baseline_done, true, memory_order_release);
+        sonde_prim_wake_signal(&s->started);
     }
     /* (After a pause for fork, the next tick covers the pause too.) */
     sonde_ns_t next = sonde_prim_monotonic_ns() + sampler_next_interval(s);
     for (;;) {
         sonde_ns_t now = sonde_prim_monotonic_ns();
         if (next > now) {
-            sonde_prim_wake_wait(s->wake_fd, next - now);
+            sonde_prim_wake_wait(&s->wake, next - now);
         }
         if (atomic_load_explicit(&s->term_requested, memory_order_acquire)) {
             sampler_tick(s);
@@ -496,17 +543,35 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
+#define SAMPLER_START_WAIT_NS (100 * 1000 * 1000) /* for the first tick, at most */
+
+/* Waits (boundedly) for the new thread's first tick: it opens the files it
+ * keeps for each thread (src/prim) then, before the program runs, so that
+ * the program's first files get the numbers they get without sonde. */
+static void sampler_wait_baseline(sonde_sampler_t *s)
+{
+    sonde_ns_t now = sonde_prim_monotonic_ns(), deadline = now + SAMPLER_START_WAIT_NS;
+    while (!atomic_load_explicit(&s->baseline_done, memory_order_acquire) && now < deadline) {
+        sonde_prim_wake_wait(&s->started, deadline - now);
+        now = sonde_prim_monotonic_ns();
+    }
+}
+
 /* ---- public ------------------------------------------------------------------------ */
 
 int sonde_sampler_start_gil(sonde_sampler_t *s)
 {
     void *runtime = NULL;
     int rc;
-    s->wake_fd = -1;
+    s->can_resume = false;
+    atomic_store(&s->wake.pending, 0);
     s->thread_started = false;
     sonde_threadreg_init(&s->threads, sizeof(sonde_sampler_thread_t), sampler_thread_release);
+    sonde_threadlist_init(&s->tick_threads);
     atomic_store(&s->stop_requested, false);
     atomic_store(&s->term_requested, false);
+    atomic_store(&s->baseline_done, false);
+    atomic_store(&s->started.pending, 0);
     s->first_tick = true;
     s->rng = sonde_prim_monotonic_ns() | 1;
 
@@ -515,11 +580,6 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     rc = sonde_pyproc_open_self(&s->proc, PY_VERSION_HEX, (uint64_t)(uintptr_t)runtime,
                                 (uint64_t)(uintptr_t)&PyCode_Type);
     if (rc < 0) return rc;
-    s->wake_fd = sonde_prim_wake_open();
-    if (s->wake_fd < 0) {
-        rc = s->wake_fd;
-        goto error;
-    }
     /* Test-only: the accuracy tests run the sampler on a CPU of their
      * choice (tests/e2e/test_cpu_accuracy.py); not a user setting. */
     const char *test_cpu = getenv("SONDE_TEST_SAMPLER_CPU");
@@ -529,11 +589,11 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc < 0) goto error;
     s->thread_started = true;
+    s->can_resume = true;
+    sampler_wait_baseline(s);
     return 0;
 error:
     sampler_gc_unwatch_gil();
-    if (s->wake_fd >= 0) close(s->wake_fd);
-    s->wake_fd = -1;
     sonde_pyproc_close(&s->proc);
     return rc;
 }
@@ -542,7 +602,7 @@ void sonde_sampler_signal_terminate(sonde_sampler_t *s)
 {
     int saved = errno;
     atomic_store_explicit(&s->term_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     errno = saved;
 }
 
@@ -550,7 +610,7 @@ void sonde_sampler_stop(sonde_sampler_t *s)
 {
     if (!s->thread_started) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     if (pthread_equal(pthread_self(), s->thread)) return; /* on_terminate path */
     bool have_gil = PyGILState_Check();
     PyThreadState *save = have_gil ? PyEval_SaveThread() : NULL;
@@ -565,18 +625,18 @@ void sonde_sampler_pause(sonde_sampler_t *s)
 {
     if (!s->thread_started || pthread_equal(pthread_self(), s->thread)) return;
     atomic_store_explicit(&s->stop_requested, true, memory_order_release);
-    sonde_prim_wake_signal(s->wake_fd);
+    sonde_prim_wake_signal(&s->wake);
     pthread_join(s->thread, NULL); /* quick: the sampler never waits for the GIL */
     s->thread_started = false;
     /* fork() must see the thread gone (CPython 3.12+ counts threads in
      * /proc/self/stat, which can lag pthread_join by a moment). */
-    sonde_prim_forget_joined_thread(atomic_load(&s->thread_tid), s->wake_fd);
+    sonde_prim_forget_joined_thread(atomic_load(&s->thread_tid), &s->wake);
     atomic_store_explicit(&s->stop_requested, false, memory_order_release);
 }
 
 int sonde_sampler_resume(sonde_sampler_t *s)
 {
-    if (s->thread_started || s->wake_fd < 0) return 0;
+    if (s->thread_started || !s->can_resume) return 0;
     int rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc == 0) s->thread_started = true;
     return rc;
@@ -599,9 +659,9 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
 void sonde_sampler_free(sonde_sampler_t *s)
 {
     sonde_threadreg_free(&s->threads);
+    sonde_threadlist_free(&s->tick_threads);
     sonde_accum_free(&s->acc);
     sonde_codecache_free(&s->codes);
-    if (s->wake_fd >= 0) close(s->wake_fd);
-    s->wake_fd = -1;
+    s->can_resume = false;
     sonde_pyproc_close(&s->proc);
 }

@@ -38,6 +38,9 @@ typedef struct sonde_session {
     sonde_sampler_t sampler;
     sonde_memory_t memory; /* --memory (memory.c); zero when off */
     sonde_gpu_t gpu;       /* GPU reader (gpu.c); idle without a GPU */
+    bool stderr_open;      /* fd 2 was open when the session started: if not
+                              (`2>&-`), the number may later be a file of the
+                              program's, and sonde writes nothing there */
     bool sigterm_installed;
     struct sigaction old_sigterm;
 } sonde_session_t;
@@ -53,12 +56,14 @@ bool sonde_session_from_run(void)
 /* ---- the report ---------------------------------------------------------------- */
 
 /* Builds and writes the report. No Python API: runs with or without the
- * GIL. Returns 0 or -errno; *what names the failing step. */
+ * GIL. A report for stderr is not written when the session started with
+ * fd 2 closed. Returns 0 or -errno; *what names the failing step. */
 static int session_report(sonde_session_t *s, const char **what)
 {
     sonde_profile_t prof;
     int rc;
 
+    if (!s->outfile && !s->stderr_open) return 0; /* no stderr: nowhere to go */
     sonde_profile_init(&prof);
     *what = "build the report";
     rc = sonde_profile_set_run(&prof, s->program ? s->program : "", s->argc,
@@ -85,6 +90,7 @@ done:
 /* Prints a one-line error without stdio buffering surprises. */
 static void session_report_error(const sonde_session_t *s, const char *what, int rc)
 {
+    if (!s->stderr_open) return;
     sonde_buf_t line = SONDE_BUF_INIT;
     sonde_buf_printf(&line, "sonde: cannot %s%s%s: %s\n", what, s->outfile ? " to " : "",
                      s->outfile ? s->outfile : "", strerror(-rc));
@@ -372,6 +378,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     if (!s->opts.format) s->opts.format = sonde_format_default();
     s->from_run = from_run;
     s->pid = getpid();
+    s->stderr_open = sonde_prim_fd_is_open(STDERR_FILENO);
     atomic_store(&s->reported, 0);
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];
@@ -399,7 +406,6 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
 
     if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir)) < 0) goto nomem;
     memset(&s->sampler, 0, sizeof s->sampler);
-    s->sampler.wake_fd = -1;
     s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
     s->sampler.virtual_time = opts->virtual_time;
     s->sampler.record_stacks = opts->stacks;

@@ -5,23 +5,30 @@
  * on another thread from one blocked on I/O, the kept-open reader of
  * /proc/.../task/TID files and the schedstat parser that remote.c shares
  * (prim_internal.h), the path of the executable,
- * the terminal width, the umask, and the eventfd that wakes sonde's worker
- * threads (sampler, GPU reader). Called by the sampler thread
- * (src/ext/sampler.c), the session, the file service and the CLI. The clock
- * functions and sonde_prim_wake_signal (called from the SIGTERM handler)
- * are async-signal-safe; the rest are not used from signal handlers.
+ * the terminal width, the umask, the futex word that wakes sonde's worker
+ * threads (sampler, GPU reader), the descriptors sonde keeps inside the
+ * profiled process (never 0-2, and checked (device and inode) before each
+ * use, since the program may close and reuse any number), and for the
+ * attach reader: its limit of open descriptors, and ending the command by
+ * a signal without a core dump (`sonde record`). Called by the sampler
+ * thread (src/ext/sampler.c), the session, the file service and the CLI.
+ * The clock functions and sonde_prim_wake_signal (called from the SIGTERM
+ * handler) are async-signal-safe; the rest are not used from signal
+ * handlers.
  */
 #include "prim_internal.h"
 
 #include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -74,7 +81,7 @@ void sonde_prim_set_timer_slack(sonde_ns_t ns)
 
 #define LINUX_THREAD_GONE_TIMEOUT_NS (50 * 1000 * 1000)
 
-void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd)
+void sonde_prim_forget_joined_thread(pid_t tid, sonde_prim_wake_t *wake)
 {
     if (tid > 0) {
         char path[64];
@@ -83,11 +90,7 @@ void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd)
         while (access(path, F_OK) == 0 && sonde_prim_monotonic_ns() < end)
             sonde_prim_sleep_ns(20000);
     }
-    if (wake_fd >= 0) {
-        uint64_t drained;
-        ssize_t rc = read(wake_fd, &drained, sizeof drained);
-        (void)rc;
-    }
+    if (wake) sonde_atomic_store_release(&wake->pending, 0);
 }
 
 pid_t sonde_prim_gettid(void)
@@ -95,42 +98,130 @@ pid_t sonde_prim_gettid(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
-int sonde_prim_wake_open(void)
-{
-    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    return fd < 0 ? -errno : fd;
-}
+/* ---- wake-ups ------------------------------------------------------------------- */
 
-/* Async-signal-safe: one write(2), errno restored. */
-void sonde_prim_wake_signal(int wake_fd)
+/* Async-signal-safe: an atomic store and one futex(2), errno restored. */
+void sonde_prim_wake_signal(sonde_prim_wake_t *wake)
 {
-    if (wake_fd < 0) return;
     int saved = errno;
-    uint64_t one = 1;
-    ssize_t rc = write(wake_fd, &one, sizeof one);
-    (void)rc;
+    sonde_atomic_store_release(&wake->pending, 1);
+    syscall(SYS_futex, &wake->pending, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     errno = saved;
 }
 
-void sonde_prim_wake_wait(int wake_fd, sonde_ns_t timeout_ns)
+void sonde_prim_wake_wait(sonde_prim_wake_t *wake, sonde_ns_t timeout_ns)
 {
-    struct pollfd pfd = {.fd = wake_fd, .events = POLLIN};
+    if (atomic_exchange_explicit(&wake->pending, 0, memory_order_acquire)) return;
     struct timespec timeout = {(time_t)(timeout_ns / SONDE_NS_PER_SEC),
                                (long)(timeout_ns % SONDE_NS_PER_SEC)};
-    ppoll(&pfd, 1, &timeout, NULL);
+    /* Sleeps while the word is 0: a signal between the exchange and here
+     * made it 1, and the kernel then returns at once (EAGAIN). */
+    long rc = syscall(SYS_futex, &wake->pending, FUTEX_WAIT_PRIVATE, 0, &timeout, NULL, 0);
+    if (rc != 0 && errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR)
+        sonde_prim_sleep_ns(timeout_ns); /* no futex (never seen): sleep, never spin */
+    atomic_exchange_explicit(&wake->pending, 0, memory_order_acquire);
+}
+
+/* ---- descriptors kept inside the profiled process ------------------------------ */
+
+int sonde_prim_fd_above_std(int fd)
+{
+    if (fd < 0) return errno ? -errno : -EBADF; /* the open that gave fd failed */
+    if (fd > STDERR_FILENO) return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    int err = moved < 0 ? -errno : 0;
+    close(fd); /* sonde's own: it was just opened */
+    return moved < 0 ? err : moved;
+}
+
+bool sonde_prim_fd_is_open(int fd)
+{
+    return fd >= 0 && fcntl(fd, F_GETFD) >= 0;
+}
+
+/* Descriptors kept inside the profiled program sit just under its limit
+ * (capped, so that a huge limit does not grow the descriptor table), where
+ * a program that opens files gets the same numbers as without sonde; at
+ * most LINUX_KEPT_MAX are kept at once, so a program with many threads
+ * does not run out of descriptors because it is profiled. */
+#define LINUX_KEPT_MAX 256
+#define LINUX_KEPT_HEADROOM 320 /* below the limit: room for LINUX_KEPT_MAX */
+#define LINUX_KEPT_LIMIT_CAP 1024
+
+static atomic_int linux_kept_count; /* checked descriptors kept now */
+
+/* The lowest number for a kept descriptor: near the top of the soft limit,
+ * or 3 where the limit is too small to leave the program room. */
+static int linux_kept_base(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return STDERR_FILENO + 1;
+    rlim_t top = limit.rlim_cur < LINUX_KEPT_LIMIT_CAP ? limit.rlim_cur : LINUX_KEPT_LIMIT_CAP;
+    return top >= 2 * LINUX_KEPT_HEADROOM ? (int)(top - LINUX_KEPT_HEADROOM) : STDERR_FILENO + 1;
+}
+
+bool sonde_prim_kept_room(void)
+{
+    return sonde_atomic_load_relaxed(&linux_kept_count) < LINUX_KEPT_MAX;
+}
+
+int sonde_prim_kept_adopt(sonde_prim_kept_fd_t *kept, int fd, bool check)
+{
+    struct stat st;
+    *kept = SONDE_PRIM_KEPT_FD_NONE;
+    if (fd < 0) return -EBADF;
+    if (check) { /* out of the program's way; where there is no room, just above 2 */
+        int moved = fcntl(fd, F_DUPFD_CLOEXEC, linux_kept_base());
+        if (moved >= 0) {
+            close(fd);
+            fd = moved;
+        }
+    }
+    if ((fd = sonde_prim_fd_above_std(fd)) < 0) return fd;
+    if (fstat(fd, &st) != 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    kept->fd = fd;
+    kept->check = check;
+    kept->dev = st.st_dev;
+    kept->ino = st.st_ino;
+    if (check) sonde_atomic_add_relaxed(&linux_kept_count, 1);
+    return 0;
+}
+
+int sonde_prim_kept_get(sonde_prim_kept_fd_t *kept)
+{
+    struct stat st;
+    if (kept->fd < 0) return -EBADF;
+    if (!kept->check) return kept->fd;
+    if (fstat(kept->fd, &st) == 0 && st.st_dev == kept->dev && st.st_ino == kept->ino)
+        return kept->fd;
+    kept->fd = -1; /* closed by the program, perhaps reused: no longer ours */
+    sonde_atomic_add_relaxed(&linux_kept_count, -1);
+    return -EBADF;
+}
+
+void sonde_prim_kept_close(sonde_prim_kept_fd_t *kept)
+{
+    if (sonde_prim_kept_get(kept) >= 0) {
+        close(kept->fd);
+        if (kept->check) sonde_atomic_add_relaxed(&linux_kept_count, -1);
+    }
+    kept->fd = -1;
 }
 
 mode_t sonde_prim_umask(void)
 {
-    FILE *status = fopen(LINUX_STATUS_PATH, "re");
-    if (status) {
-        char line[128];
+    int fd = sonde_prim_fd_above_std(open(LINUX_STATUS_PATH, O_RDONLY | O_CLOEXEC));
+    if (fd >= 0) {
+        char text[2048];
+        ssize_t n = read(fd, text, sizeof text - 1);
+        close(fd);
+        const char *line = n > 0 ? (text[n] = 0, strstr(text, "\nUmask:")) : NULL;
         unsigned mask = 0;
-        bool found = false;
-        while (!found && fgets(line, sizeof line, status))
-            found = sscanf(line, "Umask: %o", &mask) == 1;
-        fclose(status);
-        if (found) return (mode_t)mask;
+        if (line && sscanf(line + 1, "Umask: %o", &mask) == 1) return (mode_t)mask;
     }
     mode_t mask = umask(022);
     umask(mask);
@@ -140,30 +231,40 @@ mode_t sonde_prim_umask(void)
 void sonde_prim_thread_init(sonde_prim_thread_t *t, pid_t tid)
 {
     t->tid = tid;
-    t->sched_fd = -1;
-    t->syscall_fd = -1;
+    t->sched = SONDE_PRIM_KEPT_FD_NONE;
+    t->syscall = SONDE_PRIM_KEPT_FD_NONE;
     t->no_schedstat = false;
 }
 
-ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, int *fd, char *buf,
-                              size_t len)
+ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, sonde_prim_kept_fd_t *kept,
+                              char *buf, size_t len)
 {
-    if (*fd < 0) {
+    int fd = sonde_prim_kept_get(kept);
+    bool transient = false; /* opened for this read only (no room to keep it) */
+    if (fd < 0) {
         char path[96];
         if (pid > 0)
             snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
         else
             snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
-        *fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (*fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+        fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
+        if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
+        /* In this process (pid 0) the profiled program runs: checked, and
+         * only so many kept. */
+        transient = pid <= 0 && !sonde_prim_kept_room();
+        if (!transient) {
+            int rc = sonde_prim_kept_adopt(kept, fd, pid <= 0);
+            if (rc < 0) return rc;
+            fd = kept->fd;
+        }
     }
-    ssize_t n = pread(*fd, buf, len - 1, 0);
-    if (n <= 0) {
-        int e = n < 0 ? errno : ESRCH;
-        close(*fd);
-        *fd = -1;
-        return -e;
-    }
+    ssize_t n = pread(fd, buf, len - 1, 0);
+    int e = n < 0 ? errno : ESRCH;
+    if (transient)
+        close(fd);
+    else if (n <= 0)
+        sonde_prim_kept_close(kept);
+    if (n <= 0) return -e;
     buf[n] = 0;
     return n;
 }
@@ -190,7 +291,7 @@ int sonde_prim_thread_times(sonde_prim_thread_t *t, sonde_ns_t *cpu_ns, sonde_ns
     *runq_ns = 0;
     if (t->no_schedstat) return 0;
     char text[128];
-    ssize_t n = sonde__prim_task_read(0, t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = sonde__prim_task_read(0, t->tid, "schedstat", &t->sched, text, sizeof text);
     sonde_ns_t on_cpu;
     if (n > 0) {
         if (sonde__prim_parse_schedstat(text, &on_cpu, runq_ns) < 0) *runq_ns = 0;
@@ -221,16 +322,15 @@ sonde_thread_wait_t sonde_prim_parse_syscall(const char *text, long *syscall_nr)
 sonde_thread_wait_t sonde_prim_thread_wait(sonde_prim_thread_t *t)
 {
     char text[256];
-    if (sonde__prim_task_read(0, t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (sonde__prim_task_read(0, t->tid, "syscall", &t->syscall, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, NULL);
 }
 
 void sonde_prim_thread_close(sonde_prim_thread_t *t)
 {
-    if (t->sched_fd >= 0) close(t->sched_fd);
-    if (t->syscall_fd >= 0) close(t->syscall_fd);
-    t->sched_fd = t->syscall_fd = -1;
+    sonde_prim_kept_close(&t->sched);
+    sonde_prim_kept_close(&t->syscall);
 }
 
 int sonde_prim_self_exe(char *buf, size_t len)
@@ -257,4 +357,33 @@ int sonde_prim_terminal_width(int fd)
     if (!isatty(fd)) return 0;
     if (ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return 0;
     return ws.ws_col;
+}
+
+void sonde_prim_die_by_signal(int sig)
+{
+    /* The core would be sonde's, not the program's (which dumped its own,
+     * if the system keeps them): a pipe in core_pattern ignores
+     * RLIMIT_CORE, a process that is not dumpable gets none at all. */
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fflush(NULL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL); /* refused for SIGKILL, whose action is fixed */
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    raise(sig);
+    sigprocmask(SIG_UNBLOCK, &only, NULL); /* a blocked signal arrives here */
+}
+
+void sonde_prim_raise_fd_limit(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
 }

@@ -8,6 +8,7 @@
 #ifndef SONDE_PRIM_H
 #define SONDE_PRIM_H
 
+#include "../core/atomic.h"
 #include "../core/common.h"
 
 #include <sys/types.h>
@@ -22,31 +23,86 @@ int sonde_prim_thread_cpu_ns(pid_t tid, sonde_ns_t *ns);
 void sonde_prim_sleep_ns(sonde_ns_t ns);
 /* Lets the calling thread's short sleeps end on time (timer slack, ns). */
 void sonde_prim_set_timer_slack(sonde_ns_t ns);
-/* After joining one of sonde's worker threads before fork(): waits (up to
- * 50 ms) until thread tid of this process has left the kernel's thread
- * list (after pthread_join returns, an exited thread can still be counted
- * for a moment, and CPython 3.12+ counts threads for its fork warning),
- * then drains the thread's wake-up eventfd (wake_fd: non-blocking, or -1)
- * so that a restarted thread does not wake at once. tid <= 0: not known,
- * no wait. */
-void sonde_prim_forget_joined_thread(pid_t tid, int wake_fd);
 /* Restricts the calling thread to CPU `cpu` (tests only: the sampler's
  * SONDE_TEST_SAMPLER_CPU). Returns 0 or -errno. */
 int sonde_prim_pin_self_to_cpu(int cpu);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
 
-/* A wake-up descriptor for one of sonde's worker threads (an eventfd:
- * non-blocking, close-on-exec): the worker sleeps in sonde_prim_wake_wait,
- * anyone may signal it. Returns the descriptor or -errno. */
-int sonde_prim_wake_open(void);
-/* Makes wake_fd signalled until it is drained (by
- * sonde_prim_forget_joined_thread). Async-signal-safe; keeps errno; wake_fd
- * < 0 is ignored. */
-void sonde_prim_wake_signal(int wake_fd);
-/* Sleeps until wake_fd is signalled or timeout_ns has passed (a signal may
- * end it early). Does not drain wake_fd. */
-void sonde_prim_wake_wait(int wake_fd, sonde_ns_t timeout_ns);
+/* The wake-up of one of sonde's worker threads (sampler, GPU reader): the
+ * worker sleeps in sonde_prim_wake_wait, anyone may signal it. A futex
+ * word, not a descriptor: the program may close any descriptor number
+ * (os.closerange) and an eventfd cannot be told from the program's own
+ * (they share one inode), while a word in sonde's memory cannot be taken
+ * over. Zero-initialised it is ready (not signalled). */
+typedef struct sonde_prim_wake {
+    _Atomic uint32_t pending; /* 1 once signalled, until a wait returns */
+} sonde_prim_wake_t;
+
+/* Makes the wake-up signalled until the next wait returns.
+ * Async-signal-safe (an atomic store and one system call); keeps errno. */
+void sonde_prim_wake_signal(sonde_prim_wake_t *wake);
+/* Sleeps until the wake-up is signalled (at once if it already is) or
+ * timeout_ns has passed, and consumes the signal, so that a waiter that
+ * goes on looping never spins. May return early on a signal (the workers
+ * block all signals). */
+void sonde_prim_wake_wait(sonde_prim_wake_t *wake, sonde_ns_t timeout_ns);
+
+/* After joining one of sonde's worker threads before fork(): waits (up to
+ * 50 ms) until thread tid of this process has left the kernel's thread
+ * list (after pthread_join returns, an exited thread can still be counted
+ * for a moment, and CPython 3.12+ counts threads for its fork warning),
+ * then clears the thread's wake-up (wake may be NULL) so that a restarted
+ * thread does not wake at once. tid <= 0: not known, no wait. */
+void sonde_prim_forget_joined_thread(pid_t tid, sonde_prim_wake_t *wake);
+
+/* ---- descriptors sonde keeps inside the profiled process ------------------
+ * The program may close any descriptor and reuse its number
+ * (os.closerange(3, 1024) before opening log files, daemon code), and may
+ * start with 0, 1 or 2 closed. So sonde never takes numbers 0-2 (a file
+ * opened there moves up, close-on-exec), and a descriptor kept between uses
+ * remembers the file it was opened on (device and inode) and is checked
+ * before every use: a number the program took over is forgotten for good,
+ * never read, written or closed, and the file is opened again when next
+ * needed. */
+
+/* Moves a descriptor sonde has just opened off the standard numbers: returns
+ * fd itself when it is above 2, else a close-on-exec duplicate above 2
+ * (and closes fd), or -errno (fd closed). fd < 0 (the open that gave it
+ * failed): -errno, from errno as that open left it. */
+int sonde_prim_fd_above_std(int fd);
+
+/* Whether descriptor fd is open in this process (a standard stream the
+ * process was started without is not: `2>&-`). */
+bool sonde_prim_fd_is_open(int fd);
+
+typedef struct sonde_prim_kept_fd {
+    int fd;     /* -1 = not open */
+    bool check; /* checked before each use (inside a program: see above) */
+    dev_t dev;  /* the file it was opened on */
+    ino_t ino;
+} sonde_prim_kept_fd_t;
+
+#define SONDE_PRIM_KEPT_FD_NONE ((sonde_prim_kept_fd_t){.fd = -1})
+
+/* Keeps fd, a descriptor the caller has just opened (any number; it is
+ * moved above 2). check: the process runs a program that may close it (the
+ * profiled process; the sonde command's own descriptors need no check);
+ * such a descriptor is also moved near the top of the descriptor limit
+ * (at most 1024), out of the numbers the program's own files get.
+ * Returns 0, or -errno with fd closed and kept->fd -1. */
+int sonde_prim_kept_adopt(sonde_prim_kept_fd_t *kept, int fd, bool check);
+/* Whether another checked descriptor may be kept (at most 256 at once, so
+ * that a program with many threads keeps its descriptors); a caller without
+ * room opens, uses and closes. */
+bool sonde_prim_kept_room(void);
+/* The descriptor, when it is open and still the file it was opened on;
+ * otherwise it is forgotten (not closed: the number is the program's now)
+ * and -EBADF is returned. */
+int sonde_prim_kept_get(sonde_prim_kept_fd_t *kept);
+/* Closes the descriptor if it is still sonde's, and forgets it either way.
+ * Safe on one not open. */
+void sonde_prim_kept_close(sonde_prim_kept_fd_t *kept);
 
 /* The process's file-creation mask (umask), read without changing it where
  * the kernel reports it (changing it, even briefly, races with other
@@ -64,12 +120,12 @@ typedef enum sonde_thread_wait {
 } sonde_thread_wait_t;
 
 /* Per-thread handle for the two readings below; keeps files of
- * /proc/self/task/TID open between calls. */
+ * /proc/self/task/TID open between calls (checked before each use). */
 typedef struct sonde_prim_thread {
     pid_t tid;
-    int sched_fd;      /* schedstat, -1 = not open */
-    int syscall_fd;    /* syscall, -1 = not open */
-    bool no_schedstat; /* the kernel has no schedstat: CPU clock only */
+    sonde_prim_kept_fd_t sched;   /* schedstat */
+    sonde_prim_kept_fd_t syscall; /* syscall */
+    bool no_schedstat;            /* the kernel has no schedstat: CPU clock only */
 } sonde_prim_thread_t;
 
 /* Prepares a handle for thread tid (opens nothing yet). */
@@ -94,6 +150,19 @@ bool sonde_prim_terminal_color(int fd);
 /* Columns of the terminal on fd, or 0 if fd is not a terminal. */
 int sonde_prim_terminal_width(int fd);
 
+/* Ends this process by signal sig with the signal's default action, as a
+ * command that died by sig would end (`sonde record` ending like its
+ * command): output flushed, sig's disposition set to the default and
+ * unblocked, no core dump of this process (RLIMIT_CORE 0, not dumpable),
+ * then the signal raised. Returns only when sig's default action does not
+ * end a process (the caller then exits with 128 + sig). */
+void sonde_prim_die_by_signal(int sig);
+/* Raises this process's soft limit of open descriptors to its hard limit
+ * (the attach reader keeps a few files open per thread of its targets).
+ * Children inherit it: start a command that should run with the limit
+ * sonde was given before. */
+void sonde_prim_raise_fd_limit(void);
+
 /* ---- other processes (remote.c) -------------------------------------------
  * What the attach reader needs to know about another process and its
  * threads, from /proc/PID/... Reading a thread's syscall file needs the same
@@ -103,10 +172,10 @@ int sonde_prim_terminal_width(int fd);
  * /proc/PID/task/TID files open between calls. */
 typedef struct sonde_prim_task {
     pid_t pid, tid;
-    int stat_fd;       /* stat, -1 = not open */
-    int sched_fd;      /* schedstat, -1 = not open */
-    int syscall_fd;    /* syscall, -1 = not open */
-    bool no_schedstat; /* the kernel keeps no schedstat */
+    sonde_prim_kept_fd_t stat;    /* stat */
+    sonde_prim_kept_fd_t sched;   /* schedstat */
+    sonde_prim_kept_fd_t syscall; /* syscall */
+    bool no_schedstat;            /* the kernel keeps no schedstat */
 } sonde_prim_task_t;
 
 /* Prepares a handle for thread tid of process pid (opens nothing yet). */
@@ -155,8 +224,9 @@ int sonde_prim_ptrace_scope(void);
 ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Opens /proc/PID/<name> read-only and close-on-exec: "mem" (whose offsets
  * are addresses, for pread), "maps", or "root/<absolute path>" (a file as
- * the process's mount namespace sees it). Returns the descriptor or -errno
- * (-ENOENT for a missing entry, also when the process is gone). */
+ * the process's mount namespace sees it). Returns the descriptor (never
+ * 0-2) or -errno (-ENOENT for a missing entry, also when the process is
+ * gone). */
 int sonde_prim_proc_open(pid_t pid, const char *name);
 
 /* ---- this process among the others (proctree.c) --------------------------- */
@@ -169,5 +239,24 @@ int sonde_prim_descends_from(pid_t pid, pid_t ancestor);
  * are the kernel's global ones (not in a container with its own pid
  * namespace). Returns 1, 0 or -errno. */
 int sonde_prim_in_initial_pid_ns(void);
+
+/* ---- paths through /proc (proclink.c) -------------------------------------- */
+
+/* What the file service should make of the symbolic link (or missing
+ * entry) at path, before it follows it. */
+typedef enum sonde_prim_link {
+    SONDE_PRIM_LINK_PLAIN = 0, /* not in /proc: its text is a path to follow */
+    SONDE_PRIM_LINK_OWN_FD,    /* a descriptor of this process, /proc/<this pid>/fd/N
+                                  (also as /proc/self/fd/N, /dev/fd/N, /dev/stdout,
+                                  a thread's task/TID/fd/N): *fd is N */
+    SONDE_PRIM_LINK_PROC,      /* another link of /proc (another process's
+                                  descriptor): opened as it is, never followed */
+} sonde_prim_link_t;
+
+/* Classifies path (its directory is looked at; the entry itself need not
+ * exist: a closed descriptor of this process is still OWN_FD). Returns a
+ * sonde_prim_link_t and sets *fd (-1 unless OWN_FD), or -errno. Allocates
+ * nothing. */
+int sonde_prim_proc_link(const char *path, int *fd);
 
 #endif

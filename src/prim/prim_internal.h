@@ -13,12 +13,14 @@
 
 #include <sys/types.h>
 
-/* Reads /proc/PID/task/TID/<name> (PID 0: /proc/self) through *fd, opened
- * on first use and kept open; closed again (set to -1) when a read fails.
- * Returns the length read, NUL-terminated in buf, or -errno (-ESRCH when
- * the thread or process is gone). */
-ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, int *fd, char *buf,
-                              size_t len);
+/* Reads /proc/PID/task/TID/<name> (PID 0: /proc/self, its descriptor
+ * checked before each use) through *kept, opened on first use and kept
+ * open (in this process, while sonde_prim_kept_room allows; else opened
+ * for the one read), opened again when the program took it over; closed
+ * again when a read fails. Returns the length read, NUL-terminated in buf, or -errno
+ * (-ESRCH when the thread or process is gone). */
+ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, sonde_prim_kept_fd_t *kept,
+                              char *buf, size_t len);
 
 /* Parses "<ns on cpu> <ns waiting on a run queue> <timeslices>". Returns 0
  * (runq 0 when its field is missing) or -EINVAL. Pure. */

@@ -26,8 +26,8 @@ static int proctree_parent(pid_t pid, pid_t *ppid)
 {
     char path[64], text[PROCTREE_STAT_MAX];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
     ssize_t n = read(fd, text, sizeof text - 1);
     int saved = errno;
     close(fd);

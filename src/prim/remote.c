@@ -2,7 +2,7 @@
  *
  * Owns: the sonde_prim_task_* handles (a thread of another process: its
  * scheduler state, CPU and run-queue time, the system call it is blocked
- * in) and the process-level look-ups of prim.h's "other processes" section
+ * in; their files kept open within a budget of descriptors) and the process-level look-ups of prim.h's "other processes" section
  * (state and parent, executable, working directory, command line, the
  * process list, kernel.yama.ptrace_scope), and the two ways into a
  * process's memory and files that src/pyread uses (process_vm_readv, and
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -31,8 +32,8 @@
  * or -errno (-ESRCH for a missing /proc entry). */
 static ssize_t remote_read_file(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
     size_t used = 0;
     while (used + 1 < len) {
         ssize_t n = read(fd, buf + used, len - 1 - used);
@@ -66,18 +67,57 @@ int sonde__prim_parse_stat(const char *text, char *state, pid_t *ppid)
     return 0;
 }
 
+/* Files kept open by task handles, and how many may be: the descriptor
+ * limit less REMOTE_FD_RESERVE for everything else (the output file,
+ * /proc reads, the targets' memory files). Past it, a handle opens its
+ * file for one read and closes it again, so that a target with more
+ * threads than sonde has descriptors is still read whole. Task handles are
+ * used by one thread (the attach reader's). */
+#define REMOTE_FD_RESERVE 128
+static long remote_kept_fds;
+static long remote_fd_budget = -1; /* -1 until read */
+
+static bool remote_may_keep_fd(void)
+{
+    if (remote_fd_budget < 0) {
+        struct rlimit files;
+        long limit = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < (1ul << 30)
+                         ? (long)files.rlim_cur
+                         : 1L << 30;
+        remote_fd_budget = limit > REMOTE_FD_RESERVE ? limit - REMOTE_FD_RESERVE : 0;
+    }
+    return remote_kept_fds < remote_fd_budget;
+}
+
+/* Reads a task file through a handle's kept descriptor *fd (opened when
+ * the budget allows, else for this read only). As sonde__prim_task_read. */
+static ssize_t remote_task_read(sonde_prim_task_t *t, const char *name, sonde_prim_kept_fd_t *kept,
+                                char *buf, size_t len)
+{
+    if (kept->fd < 0 && !remote_may_keep_fd()) {
+        sonde_prim_kept_fd_t once = SONDE_PRIM_KEPT_FD_NONE;
+        ssize_t n = sonde__prim_task_read(t->pid, t->tid, name, &once, buf, len);
+        sonde_prim_kept_close(&once);
+        return n;
+    }
+    bool was_open = kept->fd >= 0;
+    ssize_t n = sonde__prim_task_read(t->pid, t->tid, name, kept, buf, len);
+    remote_kept_fds += (kept->fd >= 0) - was_open; /* opened, or closed after an error */
+    return n;
+}
+
 void sonde_prim_task_init(sonde_prim_task_t *t, pid_t pid, pid_t tid)
 {
     t->pid = pid;
     t->tid = tid;
-    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    t->stat = t->sched = t->syscall = SONDE_PRIM_KEPT_FD_NONE;
     t->no_schedstat = false;
 }
 
 int sonde_prim_task_state(sonde_prim_task_t *t, char *state)
 {
     char text[REMOTE_STAT_MAX];
-    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "stat", &t->stat_fd, text, sizeof text);
+    ssize_t n = remote_task_read(t, "stat", &t->stat, text, sizeof text);
     if (n < 0) return (int)n;
     return sonde__prim_parse_stat(text, state, NULL);
 }
@@ -86,7 +126,7 @@ int sonde_prim_task_times(sonde_prim_task_t *t, sonde_ns_t *cpu_ns, sonde_ns_t *
 {
     char text[128];
     if (t->no_schedstat) return -ENOTSUP;
-    ssize_t n = sonde__prim_task_read(t->pid, t->tid, "schedstat", &t->sched_fd, text, sizeof text);
+    ssize_t n = remote_task_read(t, "schedstat", &t->sched, text, sizeof text);
     if (n == -ESRCH && access("/proc/self/schedstat", R_OK) != 0) {
         t->no_schedstat = true;
         return -ENOTSUP;
@@ -99,17 +139,19 @@ sonde_thread_wait_t sonde_prim_task_wait(sonde_prim_task_t *t, long *syscall_nr)
 {
     char text[256];
     if (syscall_nr) *syscall_nr = -1;
-    if (sonde__prim_task_read(t->pid, t->tid, "syscall", &t->syscall_fd, text, sizeof text) <= 0)
+    if (remote_task_read(t, "syscall", &t->syscall, text, sizeof text) <= 0)
         return SONDE_WAIT_UNKNOWN;
     return sonde_prim_parse_syscall(text, syscall_nr);
 }
 
 void sonde_prim_task_close(sonde_prim_task_t *t)
 {
-    if (t->stat_fd >= 0) close(t->stat_fd);
-    if (t->sched_fd >= 0) close(t->sched_fd);
-    if (t->syscall_fd >= 0) close(t->syscall_fd);
-    t->stat_fd = t->sched_fd = t->syscall_fd = -1;
+    sonde_prim_kept_fd_t *kept[] = {&t->stat, &t->sched, &t->syscall};
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(kept); i++) {
+        if (kept[i]->fd < 0) continue;
+        sonde_prim_kept_close(kept[i]);
+        remote_kept_fds--;
+    }
 }
 
 /* The system calls a blocked Python thread is usually found in. */
@@ -272,8 +314,7 @@ int sonde_prim_proc_open(pid_t pid, const char *name)
     char path[REMOTE_PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name) >= sizeof path)
         return -ENAMETOOLONG;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    return sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
 }
 
 ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)

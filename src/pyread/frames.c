@@ -36,6 +36,13 @@
  * is the pointer just before f_lasti (3.8, 3.9, 3.10; the in-process
  * sampler checks it against the headers it is built with). */
 #define FRAME_GEN_BEFORE_LASTI 8
+/* <= 3.10: the byte 12 after f_lasti says whether the frame is executing:
+ * f_executing (3.8, 3.9: 1 while executing), f_state (3.10: executing is
+ * FRAME_EXECUTING 0 or FRAME_UNWINDING 2; suspended -1, created -2,
+ * returned 1, raised 3, cleared 4). Every frame on a thread's chain is
+ * executing; one that is not was met by a read that raced a return or a
+ * yield (a frame object freed and reused, a generator suspended). */
+#define FRAME_STATE_AFTER_LASTI 12
 
 static uint64_t frames_rd64(const uint8_t *bytes, int32_t at)
 {
@@ -99,8 +106,9 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
     bool lasti = off->instr_kind == SONDE_PYINSTR_LASTI_BYTES ||
                  off->instr_kind == SONDE_PYINSTR_LASTI_UNITS;
     int32_t gen_at = lasti ? off->frame_instr - FRAME_GEN_BEFORE_LASTI : -1;
-    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner,
-                        gen_at};
+    int32_t state_at = lasti ? off->frame_instr + FRAME_STATE_AFTER_LASTI : -1;
+    int32_t fields[] = {off->frame_back,  off->frame_code, off->frame_instr,
+                        off->frame_owner, gen_at,          state_at};
     int32_t lo = INT32_MAX, hi = 0;
     uint8_t span[SONDE_PYREAD_FRAME_SPAN_MAX];
     sonde_pycode_hit_t hit;
@@ -125,6 +133,12 @@ static int frames_read_one(sonde_pyframe_iter_t *it, uint64_t addr, sonde_pyfram
         it->detached = true;
     if (it->next_frame == 0 && gen_at >= 0 && frames_rd64(span, gen_at - lo) != 0)
         it->detached = true;
+    if (state_at >= 0) {
+        int8_t state = (int8_t)span[state_at - lo];
+        bool executing =
+            off->instr_kind == SONDE_PYINSTR_LASTI_BYTES ? state == 1 : state == 0 || state == 2;
+        if (!executing) it->detached = true;
+    }
     /* 3.14+: a _PyStackRef; its tag bits cleared as PyStackRef_AsPyObjectBorrow does */
     uint64_t code_addr =
         frames_rd64(span, off->frame_code - lo) & ~(uint64_t)off->frame_code_tag_bits;

@@ -52,8 +52,7 @@ static void mem_follow_fork(sonde_mem_t *mem)
 {
     mem->fork_generation = atomic_load_explicit(&mem_forks, memory_order_relaxed);
     mem->pid = getpid();
-    if (mem->mem_fd >= 0) close(mem->mem_fd); /* it names the parent's memory */
-    mem->mem_fd = -1;
+    sonde_prim_kept_close(&mem->procmem); /* it names the parent's memory */
 }
 
 /* Opens a memory source; pid 0 means this process. Nothing is opened until
@@ -65,7 +64,7 @@ int sonde_mem_open(sonde_mem_t *mem, pid_t pid)
     if (mem->self) pthread_once(&mem_atfork_once, mem_register_atfork);
     mem->fork_generation = atomic_load_explicit(&mem_forks, memory_order_relaxed);
     mem->pid = mem->self ? getpid() : pid;
-    mem->mem_fd = -1;
+    mem->procmem = SONDE_PRIM_KEPT_FD_NONE;
     mem->use_procmem = false;
     mem->reads = 0;
     mem->faults = 0;
@@ -97,11 +96,10 @@ static int mem_read_copy(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
 
 static int mem_open_procmem(sonde_mem_t *mem)
 {
-    if (mem->mem_fd >= 0) return 0;
+    if (sonde_prim_kept_get(&mem->procmem) >= 0) return 0;
     int fd = sonde_prim_proc_open(mem->pid, "mem");
     if (fd < 0) return fd;
-    mem->mem_fd = fd;
-    return 0;
+    return sonde_prim_kept_adopt(&mem->procmem, fd, mem->self);
 }
 
 static int mem_gone_or(const sonde_mem_t *mem, int err)
@@ -113,9 +111,11 @@ static int mem_gone_or(const sonde_mem_t *mem, int err)
 static int mem_read_procmem(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
 {
     size_t done = 0;
+    int fd = sonde_prim_kept_get(&mem->procmem);
+    if (fd < 0) return fd;
 
     for (int tries = 0; done < len && tries < MEM_PREAD_RETRIES; tries++) {
-        ssize_t n = pread(mem->mem_fd, (char *)buf + done, len - done, (off_t)(addr + done));
+        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(addr + done));
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno == EIO ? -EFAULT : mem_gone_or(mem, -errno);
@@ -240,10 +240,8 @@ static int mem_read_syscall(sonde_mem_t *mem, uint64_t addr, void *buf, size_t l
         if (mem_open_procmem(mem) != 0) goto error;
         mem->use_procmem = true;
     }
-    if (mem->mem_fd < 0) {
-        rc = mem_open_procmem(mem); /* reopened after a fork */
-        if (rc != 0) goto error;
-    }
+    /* (Re)opened after a fork, or when the program closed it. */
+    if ((rc = mem_open_procmem(mem)) != 0) goto error;
     rc = mem_read_procmem(mem, addr, buf, len);
     if (rc != 0) goto error;
     mem->reads++;
@@ -257,8 +255,7 @@ error:
 /* Releases the /proc fallback descriptor, if any. Safe to call twice. */
 void sonde_mem_close(sonde_mem_t *mem)
 {
-    if (mem->mem_fd >= 0) close(mem->mem_fd);
-    mem->mem_fd = -1;
+    sonde_prim_kept_close(&mem->procmem);
     free(mem->pages);
     mem->pages = NULL;
 }

@@ -38,7 +38,7 @@
 static void proc_init(sonde_pyproc_t *proc)
 {
     memset(proc, 0, sizeof *proc);
-    proc->mem.mem_fd = -1;
+    proc->mem.procmem = SONDE_PRIM_KEPT_FD_NONE;
     proc->pthread_tid_offset = -1;
 }
 
@@ -351,7 +351,7 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
     /* /proc/PID/maps names files as the reader's root sees them: a target
      * in another mount namespace needs /proc/PID/root, one in a chroot of
      * ours (same namespace) is found under the path itself */
-    if (fd == -ENOENT && (fd = open(image->path, O_RDONLY | O_CLOEXEC)) < 0) fd = -errno;
+    if (fd == -ENOENT) fd = sonde_prim_fd_above_std(open(image->path, O_RDONLY | O_CLOEXEC));
     if (fd < 0) return fd;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;

@@ -14,12 +14,15 @@
 #define SONDE_PYREAD_H
 
 #include "../core/common.h"
+#include "../prim/prim.h"
 
 #include <sys/types.h>
 
 /* Named bounds on hostile input. */
-#define SONDE_PY_MAX_THREADS 4096        /* thread states walked per sample */
-#define SONDE_PY_MAX_DEPTH 1024          /* frames walked per thread */
+#define SONDE_PY_MAX_THREADS                                                                       \
+    (1 << 22)                            /* thread states walked per sample (the
+                                            kernel's largest pid_max) */
+#define SONDE_PY_MAX_DEPTH (1 << 14)     /* frames walked per thread */
 #define SONDE_PY_MAX_STRING 4096         /* bytes of a file or function name */
 #define SONDE_PY_MAX_LINETABLE (1 << 20) /* bytes of a line table */
 #define SONDE_PY_MAX_CODE (1 << 22)      /* bytes of bytecode */
@@ -29,8 +32,10 @@
 /* A memory source: this process (pid 0) or another one. */
 typedef struct sonde_mem {
     pid_t pid;                     /* target pid; getpid() for self */
-    int mem_fd;                    /* /proc/PID/mem fallback, -1 until needed */
-    bool use_procmem;              /* process_vm_readv refused (seccomp): use mem_fd */
+    sonde_prim_kept_fd_t procmem;  /* /proc/PID/mem fallback, not open until
+                                      needed; checked before each use in this
+                                      process (the program may close it) */
+    bool use_procmem;              /* process_vm_readv refused (seccomp): use procmem */
     bool self;                     /* reads this process: follows it across fork() */
     unsigned fork_generation;      /* forks seen by this source (self only) */
     uint64_t reads;                /* statistics: successful reads */
@@ -164,10 +169,30 @@ void sonde_pyproc_close(sonde_pyproc_t *proc);
  * major 0 means unknown. Returns snprintf's count. */
 int sonde_pyversion_unsupported_text(char *out, size_t cap, int major, int minor, int micro);
 
+/* Thread states of the main interpreter, in list order (newest first: the
+ * main thread's is the last). A thread state found freed or foreign during
+ * the walk ends the list early (counted in sample_errors); so do a cycle
+ * and SONDE_PY_MAX_THREADS entries.
+ *   sonde_pythread_iter_begin: 0 (an empty walk while the interpreter is
+ *                              not initialised yet), or -errno
+ *   sonde_pythread_iter_next:  1 with *thread filled, 0 at the end */
+typedef struct sonde_pythread_iter {
+    sonde_pyproc_t *proc;
+    uint64_t interp;     /* the main interpreter's address */
+    uint64_t next;       /* the next thread state to read, 0 = end */
+    uint64_t holder;     /* the thread state holding the GIL, 0 unknown */
+    int32_t lo, hi;      /* the span of a thread state's fields read */
+    uint32_t count;      /* thread states read so far */
+    uint64_t cycle_mark; /* cycle check (Brent): the state last marked */
+    uint32_t cycle_lap, cycle_power;
+} sonde_pythread_iter_t;
+
+int sonde_pythread_iter_begin(sonde_pyproc_t *proc, sonde_pythread_iter_t *it);
+int sonde_pythread_iter_next(sonde_pythread_iter_t *it, sonde_pythread_t *thread);
+
 /* Lists the thread states of the main interpreter (at most max, in list
- * order). Returns the count or -errno; a thread state found freed or
- * foreign during the walk ends the list early (counted in sample_errors).
- * 0 while the interpreter is not initialised yet. */
+ * order) through the iterator. Returns the count or -errno; 0 while the
+ * interpreter is not initialised yet. */
 int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max);
 
 /* Frame iteration, innermost frame first. Frames owned by the C stack (the
@@ -194,7 +219,9 @@ typedef struct sonde_pyframe_iter {
                             down while it was read can look like that) */
     bool detached;       /* the walk ended at a generator's frame with no
                             caller: it yielded while the walk read the
-                            frames below, so the stack is cut there */
+                            frames below, so the stack is cut there; or
+                            (<= 3.10) met a frame that is not executing
+                            (returned, reused or suspended meanwhile) */
 } sonde_pyframe_iter_t;
 
 int sonde_pyframe_iter_begin(sonde_pyproc_t *proc, uint64_t tstate, sonde_pyframe_iter_t *it);

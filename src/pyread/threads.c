@@ -1,13 +1,15 @@
 /* threads.c — walking the thread states of the main interpreter.
  *
- * Owns: sonde_pyproc_threads. Called once per sample by the in-process
+ * Owns: sonde_pythread_iter_begin / _next and sonde_pyproc_threads. Called once per sample by the in-process
  * sampler thread (no GIL held: a thread state may be freed under us) and by
  * the attach reader. Each thread state costs one read (next, interp,
  * thread_id and native_thread_id lie within a few words), plus one read of
  * struct pthread for the native tid before 3.11; the GIL holder costs one
- * read per call. The walk is bounded by SONDE_PY_MAX_THREADS, stops at a
- * cycle (Brent's algorithm) and at a thread state that does not point back
- * at its interpreter. Nothing here runs in a signal handler.
+ * read per call. A walk is an iterator (the caller keeps as many threads as
+ * it likes); it is bounded by SONDE_PY_MAX_THREADS (more than the kernel
+ * can run), stops at a cycle (Brent's algorithm) and at a thread state
+ * that does not point back at its interpreter. Nothing here runs in a
+ * signal handler.
  */
 #include "pyread_internal.h"
 
@@ -94,52 +96,82 @@ static pid_t threads_native_tid(sonde_pyproc_t *proc, const uint8_t *ts, int32_t
     return tid > 0 && tid < THREADS_PID_MAX ? (pid_t)tid : 0;
 }
 
-/* Lists the thread states of the main interpreter (pyread.h). */
-int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max)
+/* Starts a walk of the main interpreter's thread states (pyread.h). */
+int sonde_pythread_iter_begin(sonde_pyproc_t *proc, sonde_pythread_iter_t *it)
 {
     const sonde_pyoffsets_t *off = proc->off;
     int32_t fields[] = {off->tstate_next, off->tstate_interp, off->tstate_thread_id,
                         off->tstate_native_thread_id};
-    int32_t lo = INT32_MAX, hi = 0;
-    uint64_t interp = 0, tstate = 0;
-    uint8_t ts[SONDE_PYREAD_THREAD_SPAN_MAX];
-    int count = 0;
+    uint64_t interp = 0;
 
+    memset(it, 0, sizeof *it);
+    it->proc = proc;
+    it->lo = INT32_MAX;
+    it->cycle_power = 1;
     for (size_t i = 0; i < SONDE_ARRAY_LEN(fields); i++) {
         if (fields[i] < 0) continue;
-        lo = fields[i] < lo ? fields[i] : lo;
-        hi = fields[i] + 8 > hi ? fields[i] + 8 : hi;
+        it->lo = fields[i] < it->lo ? fields[i] : it->lo;
+        it->hi = fields[i] + 8 > it->hi ? fields[i] + 8 : it->hi;
     }
-    if (hi - lo > SONDE_PYREAD_THREAD_SPAN_MAX) return -EINVAL;
+    if (it->hi - it->lo > SONDE_PYREAD_THREAD_SPAN_MAX) return -EINVAL;
     int rc = threads_interp(proc, &interp);
     if (rc != 0 || interp == 0) return rc;
-    rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_threads_head, &tstate,
-                        sizeof tstate);
-    if (rc != 0) return rc;
-    uint64_t holder = threads_gil_holder(proc, interp);
-
-    uint64_t cycle_mark = 0;
-    int cycle_lap = 0, cycle_power = 1;
-    if (max > SONDE_PY_MAX_THREADS) max = SONDE_PY_MAX_THREADS;
-    while (tstate != 0 && count < max) {
-        if (sonde_mem_read(&proc->mem, tstate + (uint64_t)lo, ts, (size_t)(hi - lo)) != 0 ||
-            threads_rd64(ts, off->tstate_interp - lo) != interp) {
-            proc->sample_errors++; /* freed under us: keep what we have */
-            break;
-        }
-        sonde_pythread_t *t = &threads[count++];
-        t->tstate = tstate;
-        t->pthread_id = threads_rd64(ts, off->tstate_thread_id - lo);
-        t->native_tid = threads_native_tid(proc, ts, lo);
-        t->holds_gil = holder != 0 && holder == tstate;
-
-        tstate = threads_rd64(ts, off->tstate_next - lo);
-        if (tstate == cycle_mark) break; /* a cycle: every member has been listed */
-        if (++cycle_lap == cycle_power) {
-            cycle_mark = t->tstate;
-            cycle_power *= 2;
-            cycle_lap = 0;
-        }
+    rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_threads_head, &it->next,
+                        sizeof it->next);
+    if (rc != 0) {
+        it->next = 0;
+        return rc;
     }
+    it->interp = interp;
+    it->holder = threads_gil_holder(proc, interp);
+    return 0;
+}
+
+/* Reads the next thread state (pyread.h). */
+int sonde_pythread_iter_next(sonde_pythread_iter_t *it, sonde_pythread_t *t)
+{
+    sonde_pyproc_t *proc = it->proc;
+    const sonde_pyoffsets_t *off = proc ? proc->off : NULL;
+    uint8_t ts[SONDE_PYREAD_THREAD_SPAN_MAX];
+    int32_t lo = it->lo;
+
+    if (it->next == 0) return 0;
+    if (it->count >= SONDE_PY_MAX_THREADS) {
+        it->next = 0; /* longer than any real list: hostile memory */
+        return 0;
+    }
+    uint64_t tstate = it->next;
+    if (sonde_mem_read(&proc->mem, tstate + (uint64_t)lo, ts, (size_t)(it->hi - lo)) != 0 ||
+        threads_rd64(ts, off->tstate_interp - lo) != it->interp) {
+        proc->sample_errors++; /* freed under us: keep what we have */
+        it->next = 0;
+        return 0;
+    }
+    it->count++;
+    t->tstate = tstate;
+    t->pthread_id = threads_rd64(ts, off->tstate_thread_id - lo);
+    t->native_tid = threads_native_tid(proc, ts, lo);
+    t->holds_gil = it->holder != 0 && it->holder == tstate;
+
+    it->next = threads_rd64(ts, off->tstate_next - lo);
+    if (it->next == it->cycle_mark) {
+        it->next = 0; /* a cycle: every member has been listed */
+    } else if (++it->cycle_lap == it->cycle_power) {
+        it->cycle_mark = tstate;
+        it->cycle_power *= 2;
+        it->cycle_lap = 0;
+    }
+    return 1;
+}
+
+/* Lists the thread states of the main interpreter (pyread.h). */
+int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max)
+{
+    sonde_pythread_iter_t it;
+    int count = 0;
+    int rc = sonde_pythread_iter_begin(proc, &it);
+    if (rc != 0) return rc;
+    while (count < max && sonde_pythread_iter_next(&it, &threads[count]) == 1)
+        count++;
     return count;
 }

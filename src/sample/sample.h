@@ -5,9 +5,10 @@
  * all do with a sampled interpreter, once:
  *   filter.c   which files are profiled (the path rule) and the per-code-id
  *              cache of that verdict; naming code ids (file, function)
- *   threads.c  the registry of sampled threads and its sweep; listing a
- *              tick's threads (those beyond SONDE_SAMPLE_MAX_THREADS are
- *              counted as left out)
+ *   threads.c  the registry of sampled threads and its sweep; a tick's
+ *              threads, all of them, the main thread first, sampled in
+ *              turn within the tick's time budget (those it leaves out
+ *              are counted)
  *   walk.c     one stack walk: the nearest profiled line, the frames cut
  *              to SONDE_STACK_MAX_DEPTH with a marker frame
  *   accum.c    the (code, line) and stack accumulators of one process
@@ -29,9 +30,16 @@
 
 /* ---- limits (one for every mode) ---------------------------------------- */
 
-/* Python threads sampled per process per tick; further ones are counted in
- * sonde_partial_t.threads_left_out. */
-#define SONDE_SAMPLE_MAX_THREADS 1024
+/* Time one tick may spend sampling one process's threads: the sampling
+ * interval, at least SONDE_SAMPLE_TICK_MIN_NS. Once it is spent, the
+ * threads not sampled yet (never the main thread, which comes first) are
+ * counted in sonde_partial_t.threads_left_out and the next tick starts
+ * with them (sonde_threadlist_t). */
+#define SONDE_SAMPLE_TICK_MIN_NS (50 * 1000 * 1000ull)
+static inline sonde_ns_t sonde_sample_tick_budget(sonde_ns_t interval_ns)
+{
+    return interval_ns > SONDE_SAMPLE_TICK_MIN_NS ? interval_ns : SONDE_SAMPLE_TICK_MIN_NS;
+}
 /* Frames kept of one sample's stack, marker included. A deeper stack keeps
  * its SONDE_STACK_KEEP_ROOT outermost frames and its SONDE_STACK_KEEP_LEAF
  * innermost ones, with one marker frame between them that says how many
@@ -79,6 +87,18 @@ static inline uint32_t sonde_aframe_marker_count(sonde_aframe_t f)
  * read. Returns the number of frames the marker stands for (0: nothing
  * cut, no marker). Pure. */
 uint32_t sonde_stack_limit(sonde_aframe_t *frames, uint32_t *depth, bool cut_at_root);
+/* The same limit on a stack read one frame at a time, of any depth, into
+ * frames[SONDE_STACK_MAX_DEPTH]: sonde_stack_keep stores the frame read
+ * at position i (0 innermost; called for i = 0, 1, 2, ... in turn),
+ * keeping the innermost ones in place and the outermost ones read so far
+ * in a ring; sonde_stack_keep_end, once read frames were stored, puts
+ * them in order as sonde_stack_limit leaves a stack of read frames (a walk
+ * cut before its root and deeper than the buffer keeps its
+ * SONDE_STACK_KEEP_LEAF innermost frames and the marker ending the
+ * stack), sets *depth, and returns the marker's count (0: none). Pure. */
+void sonde_stack_keep(sonde_aframe_t *frames, uint32_t i, sonde_aframe_t frame);
+uint32_t sonde_stack_keep_end(sonde_aframe_t *frames, uint32_t read, uint32_t *depth,
+                              bool cut_at_root);
 
 /* ---- which files are profiled (filter.c) ------------------------------------ */
 
@@ -152,6 +172,9 @@ typedef struct sonde_threadreg {
     char *entries; /* owned */
     size_t entry_size;
     size_t n, cap;
+    uint32_t *index;              /* owned; open addressing by (tstate, tid): entry
+                        number + 1, 0 empty; NULL (out of memory): scan */
+    size_t index_cap;             /* a power of two, at least 2 x cap */
     void (*release)(void *entry); /* frees what an entry owns; may be NULL */
 } sonde_threadreg_t;
 
@@ -160,6 +183,10 @@ void sonde_threadreg_init(sonde_threadreg_t *r, size_t entry_size, void (*releas
  * key (*is_new set). Pointers are valid until the next get or sweep.
  * Returns NULL when memory runs out. */
 void *sonde_threadreg_get(sonde_threadreg_t *r, uint64_t tstate, pid_t tid, bool *is_new);
+/* Marks the entry of (tstate, tid) seen, if there is one, without
+ * sampling it (a thread a tick's budget left out keeps its entry).
+ * Returns whether there is one. */
+bool sonde_threadreg_touch(sonde_threadreg_t *r, uint64_t tstate, pid_t tid);
 /* Entry i (0 <= i < r->n). */
 static inline void *sonde_threadreg_at(const sonde_threadreg_t *r, size_t i)
 {
@@ -171,17 +198,41 @@ size_t sonde_threadreg_sweep(sonde_threadreg_t *r);
 /* Releases every entry and frees the table. */
 void sonde_threadreg_free(sonde_threadreg_t *r);
 
-/* Lists a tick's thread states into threads (SONDE_PY_MAX_THREADS
- * entries): returns how many to sample (at most SONDE_SAMPLE_MAX_THREADS;
- * those beyond are added to partial->threads_left_out), or -errno as
- * sonde_pyproc_threads. */
-int sonde_sample_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, sonde_partial_t *partial);
+/* A tick's Python threads, however many, the main thread first, and the
+ * order in which the tick samples them: the main thread, then the others
+ * in turn from where the previous tick's budget stopped. */
+typedef struct sonde_threadlist {
+    sonde_pythread_t *threads; /* owned; n listed, [0] the main thread */
+    size_t n, cap;
+    size_t rotation; /* where the others begin, among threads[1..n-1] */
+} sonde_threadlist_t;
+
+void sonde_threadlist_init(sonde_threadlist_t *list);
+void sonde_threadlist_free(sonde_threadlist_t *list);
+/* Lists every thread state of proc's main interpreter into list (grown as
+ * needed), the main thread first: the one whose kernel tid is the process
+ * id, else the oldest. Out of memory, the threads that do not fit are
+ * added to partial->threads_left_out (the main thread still listed).
+ * Returns the count, or -errno as sonde_pythread_iter_begin. */
+int sonde_threadlist_read(sonde_threadlist_t *list, sonde_pyproc_t *proc, sonde_partial_t *partial);
+/* The k-th thread the tick samples (k < list->n). */
+const sonde_pythread_t *sonde_threadlist_nth(const sonde_threadlist_t *list, size_t k);
+/* Ends a tick that sampled the first `sampled` threads of its order: the
+ * others are added to partial->threads_left_out, and the next tick takes
+ * them first. */
+void sonde_threadlist_tick_end(sonde_threadlist_t *list, size_t sampled, sonde_partial_t *partial);
 
 /* ---- one stack walk (walk.c) ----------------------------------------------------- */
 
+/* Frames a sample's walk reads at most (each read costs a system call or a
+ * page of the snapshot): a deeper stack keeps its innermost frames and a
+ * marker ending it. `sonde dump` reads up to SONDE_PY_MAX_DEPTH, keeping
+ * the root of any real stack. */
+#define SONDE_WALK_MAX_READ 1024
+
 typedef struct sonde_walk {
-    sonde_aframe_t *frames;    /* borrowed; SONDE_PY_MAX_DEPTH entries, or
-                                   NULL: find the line only */
+    sonde_aframe_t *frames;    /* borrowed; SONDE_STACK_MAX_DEPTH entries,
+                                   or NULL: find the line only */
     uint32_t depth;            /* frames kept, innermost first (limit applied) */
     uint32_t left_out;         /* frames the marker stands for, 0 without */
     sonde_aframe_t line_key;   /* nearest frame of a profiled file with a
@@ -193,6 +244,8 @@ typedef struct sonde_walk {
     sonde_aframe_t *spare;     /* borrowed; NULL, or a second buffer like
                                    frames for sonde_walk_thread_checked */
     uint32_t frames_read;      /* frames the walk read (skipped ones too) */
+    uint32_t max_read;         /* frames read at most (0: SONDE_WALK_MAX_READ);
+                                   a deeper stack is cut before its root */
     bool doubtful;             /* a frame was skipped as not executing code,
                                    or the walk ended at a suspended generator's
                                    frame: the thread moved during the walk */
@@ -202,8 +255,8 @@ typedef struct sonde_walk {
 } sonde_walk_t;
 
 /* Walks tstate's stack, innermost first: finds the nearest line of a
- * profiled file and, with w->frames, keeps the stack (cut by
- * sonde_stack_limit). Without frames the walk ends at the line found.
+ * profiled file and, with w->frames, keeps the stack (read to its
+ * root, whatever its depth, and cut by sonde_stack_keep_end). Without frames the walk ends at the line found.
  * Returns 0, or -errno when a read failed (the sample is then unusable:
  * the caller counts it in failed_reads). */
 int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,

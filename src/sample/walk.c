@@ -4,10 +4,15 @@
  * in-process sampler, the memory callback inside allocator hooks, the
  * attach reader), and sonde_stack_limit, the one depth limit of recorded
  * stacks: SONDE_STACK_MAX_DEPTH frames, root and leaf kept, a marker frame
- * between them. Frames are read through src/pyread/, whose own bound
- * (SONDE_PY_MAX_DEPTH) ends a walk on hostile or cyclic memory; a walk cut
- * there has no known root, so its marker ends the stack instead. No
- * signal handler; the walk allocates only through the code cache.
+ * between them. A walk reads the whole stack into a buffer of
+ * SONDE_STACK_MAX_DEPTH frames (the innermost in place, the outermost in a
+ * ring: sonde_stack_keep), so a stack of any depth read to its root keeps
+ * the root. A walk reads at most w->max_read frames (a sample's walk
+ * SONDE_WALK_MAX_READ, dump's up to src/pyread/'s own bound,
+ * SONDE_PY_MAX_DEPTH, which also ends a walk on hostile or cyclic memory);
+ * a walk cut there has no known root, so its marker ends the stack
+ * instead. No signal handler; the walk
+ * allocates only through the code cache.
  */
 #include "sample.h"
 
@@ -34,6 +39,56 @@ uint32_t sonde_stack_limit(sonde_aframe_t *frames, uint32_t *depth, bool cut_at_
     return left_out;
 }
 
+/* Slots of the ring that keeps the outermost frames read so far: the
+ * root frames kept and the marker's slot. */
+#define WALK_RING (SONDE_STACK_MAX_DEPTH - SONDE_STACK_KEEP_LEAF)
+
+void sonde_stack_keep(sonde_aframe_t *frames, uint32_t i, sonde_aframe_t frame)
+{
+    if (i < SONDE_STACK_KEEP_LEAF)
+        frames[i] = frame;
+    else
+        frames[SONDE_STACK_KEEP_LEAF + (i - SONDE_STACK_KEEP_LEAF) % WALK_RING] = frame;
+}
+
+/* Reverses frames[from..to-1]. */
+static void walk_reverse(sonde_aframe_t *frames, uint32_t from, uint32_t to)
+{
+    while (from + 1 < to) {
+        sonde_aframe_t swap = frames[from];
+        frames[from++] = frames[--to];
+        frames[to] = swap;
+    }
+}
+
+uint32_t sonde_stack_keep_end(sonde_aframe_t *frames, uint32_t read, uint32_t *depth,
+                              bool cut_at_root)
+{
+    if (read <= SONDE_STACK_MAX_DEPTH) { /* all in place */
+        *depth = read;
+        return sonde_stack_limit(frames, depth, cut_at_root);
+    }
+    if (cut_at_root) {
+        /* The outermost frames read are not the root: the innermost ones,
+         * then the marker ending the stack. */
+        uint32_t left_out = read - SONDE_STACK_KEEP_LEAF;
+        frames[SONDE_STACK_KEEP_LEAF] = sonde_aframe(SONDE_AFRAME_MARKER_CODE, (int32_t)left_out);
+        *depth = SONDE_STACK_KEEP_LEAF + 1;
+        return left_out;
+    }
+    /* Rotate the ring so that it runs from the oldest frame it holds to
+     * the root; the oldest one's slot becomes the marker. */
+    uint32_t oldest = (read - SONDE_STACK_KEEP_LEAF) % WALK_RING;
+    sonde_aframe_t *ring = frames + SONDE_STACK_KEEP_LEAF;
+    walk_reverse(ring, 0, oldest);
+    walk_reverse(ring, oldest, WALK_RING);
+    walk_reverse(ring, 0, WALK_RING);
+    uint32_t left_out = read - SONDE_STACK_KEEP_LEAF - SONDE_STACK_KEEP_ROOT;
+    ring[0] = sonde_aframe(SONDE_AFRAME_MARKER_CODE, (int32_t)left_out);
+    *depth = SONDE_STACK_MAX_DEPTH;
+    return left_out;
+}
+
 int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
                       sonde_codecache_t *codes, const sonde_codefilter_t *filter)
 {
@@ -41,6 +96,8 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
     sonde_pyframe_t frame;
     sonde_codenames_t names = sonde_codenames_of_proc(proc, NULL);
     uint32_t read = 0;
+    uint32_t max_read = w->max_read ? w->max_read : SONDE_WALK_MAX_READ;
+    bool cut = false; /* stopped at max_read, before the root */
 
     w->depth = 0;
     w->left_out = 0;
@@ -61,22 +118,24 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
             w->innermost_back = it.next_frame;
             w->have_innermost = true;
         }
-        if (w->frames && read < SONDE_PY_MAX_DEPTH)
-            w->frames[read++] = sonde_aframe(frame.code_id, frame.lineno);
+        if (w->frames)
+            sonde_stack_keep(w->frames, read++, sonde_aframe(frame.code_id, frame.lineno));
         if (!w->line_key && frame.lineno > 0 &&
             sonde_codecache_wants(codes, filter, &names, frame.code_id)) {
             w->line_key = sonde_aframe(frame.code_id, frame.lineno);
             if (!w->frames) break; /* the line is all that was asked */
+        }
+        if ((uint32_t)it.depth >= max_read && it.next_frame != 0) {
+            cut = true;
+            break;
         }
     }
     w->doubtful = it.doubtful > 0 || it.detached;
     w->detached = it.detached;
     w->frames_read = (uint32_t)it.depth;
     if (rc < 0) return rc;
-    if (w->frames) {
-        w->depth = read;
-        w->left_out = sonde_stack_limit(w->frames, &w->depth, it.truncated);
-    }
+    if (w->frames)
+        w->left_out = sonde_stack_keep_end(w->frames, read, &w->depth, it.truncated || cut);
     return 0;
 }
 

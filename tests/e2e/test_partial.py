@@ -151,3 +151,78 @@ def test_partial_is_documented(env):
         text = f.read()
     for key in sorted(PARTIAL_KEYS) + ["partial"]:
         check("`%s`" % key in text, "docs/json-format.md does not document %r" % key)
+
+
+# Starts argv[1] threads that wait on an event, writes how many threads
+# the program has (its own count) to argv[2], and waits.
+MANY_THREADS = """\
+import sys, threading, time
+threading.stack_size(1 << 18)
+done = threading.Event()
+for _ in range(int(sys.argv[1])):
+    threading.Thread(target=done.wait, daemon=True).start()
+with open(sys.argv[2], "w") as f:
+    f.write(str(threading.active_count()))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+# Recurses argv[1] frames deep, writes the depth of its stack as Python
+# counts it to argv[2], and waits at the bottom.
+DEEPER = """\
+import sys, time, traceback
+sys.setrecursionlimit(int(sys.argv[1]) + 100)
+
+def dive(n):
+    if n == 0:
+        with open(sys.argv[2], "w") as f:
+            f.write(str(len(traceback.extract_stack())))
+        print("ready", flush=True)
+        time.sleep(60)
+    dive(n - 1)
+
+dive(int(sys.argv[1]))
+"""
+
+
+def test_dump_lists_every_thread(env):
+    """More threads than the old fixed table of 1,024: dump lists them all,
+    or says exactly how many it left out, and the main thread is there."""
+    script = env.write("many_threads.py", MANY_THREADS)
+    count = os.path.join(env.tmp, "threads.txt")
+    with Target(env, script, ["1500", count]) as target:
+        dump = env.run_sonde(["dump", str(target.pid)])
+        sonde_ok(dump, "dump")
+    with open(count) as f:
+        truth = int(f.read())
+    headers = [l for l in dump.stdout.splitlines() if l.startswith("Thread ")]
+    m = re.search(r"^\((\d+) more threads? left out\)$", dump.stdout, re.M)
+    left_out = int(m.group(1)) if m else 0
+    check(len(headers) + left_out == truth,
+          "dump lists %d threads and leaves out %d of %d" % (len(headers), left_out, truth))
+    check(any(h.endswith('"MainThread"') for h in headers), "no main thread among %d threads:\n%s"
+          % (len(headers), "\n".join(headers[:5])))
+    return "%d of %d threads listed" % (len(headers), truth)
+
+
+def test_dump_deeper_than_the_reader_walked(env):
+    """1,500 frames (deeper than the reader's old bound of 1,024): dump
+    keeps the root and the leaf, and its marker counts the frames between
+    exactly, against the program's own count."""
+    script = env.write("deeper.py", DEEPER)
+    count = os.path.join(env.tmp, "depth.txt")
+    with Target(env, script, ["1500", count]) as target:
+        dump = env.run_sonde(["dump", str(target.pid)])
+        sonde_ok(dump, "dump")
+    with open(count) as f:
+        depth = int(f.read())
+    lines = [line.strip() for line in dump.stdout.splitlines()]
+    markers = [line for line in lines if MARKER_RE.match(line)]
+    check(len(markers) == 1, "dump: markers %r in:\n%s" % (markers, dump.stdout[:1500]))
+    left_out = int(MARKER_RE.match(markers[0]).group(1))
+    check(left_out == depth - (DEPTH_LIMIT - 1),
+          "the marker says %d frames left out of %d" % (left_out, depth))
+    root_side = [l for l in lines[lines.index(markers[0]) + 1:] if l]
+    check(len(root_side) == DEPTH_LIMIT // 2 and root_side[-1].startswith("<module> ("),
+          "dump keeps %d frames after the marker, the last %r" % (len(root_side), root_side[-1:]))
+    return "%d frames, %d left out" % (depth, left_out)

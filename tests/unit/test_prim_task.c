@@ -4,13 +4,15 @@
  *
  * Reads this process's own thread through both spellings of the path
  * (/proc/self and /proc/PID), checks a vanished thread reads as -ESRCH
- * (the attach reader's "gone"), and feeds the parsers the kernel's formats
- * and malformed text.
+ * (the attach reader's "gone"), that a descriptor the program took over is
+ * neither read nor closed and the file is opened again, and feeds the
+ * parsers the kernel's formats and malformed text.
  */
 #include "prim/prim_internal.h"
 
 #include "check.h"
 
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,33 +21,71 @@ static void test_task_read(void)
 {
     pid_t tid = sonde_prim_gettid();
     char a[256], b[256];
-    int fd_self = -1, fd_pid = -1;
+    sonde_prim_kept_fd_t fd_self = SONDE_PRIM_KEPT_FD_NONE, fd_pid = SONDE_PRIM_KEPT_FD_NONE;
     ssize_t n1 = sonde__prim_task_read(0, tid, "stat", &fd_self, a, sizeof a);
     ssize_t n2 = sonde__prim_task_read(getpid(), tid, "stat", &fd_pid, b, sizeof b);
     char want[32];
     snprintf(want, sizeof want, "%d (", (int)tid);
-    check(n1 > 0 && strncmp(a, want, strlen(want)) == 0 && fd_self >= 0, "task_read_self",
-          "n %zd: %s", n1, n1 > 0 ? a : "");
-    check(n2 > 0 && strncmp(b, want, strlen(want)) == 0 && fd_pid >= 0, "task_read_pid",
-          "n %zd: %s", n2, n2 > 0 ? b : "");
+    check(n1 > 0 && strncmp(a, want, strlen(want)) == 0 && fd_self.fd > 2 && fd_self.check,
+          "task_read_self", "n %zd: %s", n1, n1 > 0 ? a : "");
+    check(n2 > 0 && strncmp(b, want, strlen(want)) == 0 && fd_pid.fd > 2 && !fd_pid.check,
+          "task_read_pid", "n %zd: %s", n2, n2 > 0 ? b : "");
     /* the descriptor is kept and read again from the start */
-    int kept = fd_self;
+    int kept = fd_self.fd;
     n1 = sonde__prim_task_read(0, tid, "stat", &fd_self, a, sizeof a);
-    check(n1 > 0 && fd_self == kept && strncmp(a, want, strlen(want)) == 0, "task_read_again",
-          "n %zd fd %d/%d", n1, fd_self, kept);
+    check(n1 > 0 && fd_self.fd == kept && strncmp(a, want, strlen(want)) == 0, "task_read_again",
+          "n %zd fd %d/%d", n1, fd_self.fd, kept);
     /* a short buffer is NUL-terminated within its length */
     char small[4];
-    int fd_small = -1;
+    sonde_prim_kept_fd_t fd_small = SONDE_PRIM_KEPT_FD_NONE;
     n1 = sonde__prim_task_read(0, tid, "stat", &fd_small, small, sizeof small);
     check(n1 == 3 && small[3] == 0, "task_read_short_buffer", "n %zd", n1);
-    close(fd_self);
-    close(fd_pid);
-    close(fd_small);
+    sonde_prim_kept_close(&fd_self);
+    sonde_prim_kept_close(&fd_pid);
+    sonde_prim_kept_close(&fd_small);
 
-    int fd_gone = -1;
+    sonde_prim_kept_fd_t fd_gone = SONDE_PRIM_KEPT_FD_NONE;
     ssize_t gone = sonde__prim_task_read(0, 0x7ffffff0, "stat", &fd_gone, a, sizeof a);
-    check(gone == -ESRCH && fd_gone == -1, "task_read_gone_is_esrch", "rc %zd fd %d", gone,
-          fd_gone);
+    check(gone == -ESRCH && fd_gone.fd == -1, "task_read_gone_is_esrch", "rc %zd fd %d", gone,
+          fd_gone.fd);
+}
+
+/* The program closes sonde's descriptor and its number comes back on a file
+ * of its own: the next read neither reads nor closes it, and opens the task
+ * file again on another number. */
+static void test_task_read_taken_over(void)
+{
+    pid_t tid = sonde_prim_gettid();
+    char text[256];
+    sonde_prim_kept_fd_t kept = SONDE_PRIM_KEPT_FD_NONE;
+    ssize_t n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
+    int number = kept.fd;
+    int pipe_fds[2] = {-1, -1};
+    check(n > 0 && pipe(pipe_fds) == 0, "taken_over_setup", "n %zd", n);
+    /* the program's os.closerange, then its own file on the same number */
+    check(dup2(pipe_fds[1], number) == number, "taken_over_dup2", "fd %d", number);
+    n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
+    check(n > 0 && kept.fd >= 0 && kept.fd != number, "taken_over_reopened", "n %zd fd %d/%d", n,
+          kept.fd, number);
+    check(write(number, "x", 1) == 1, "taken_over_left_open", "fd %d", number);
+    /* closed under sonde and not reused: forgotten, then reopened */
+    int second = kept.fd;
+    close(second);
+    n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
+    check(n > 0 && kept.fd >= 0, "closed_reopened", "n %zd fd %d", n, kept.fd);
+    /* closing what the program took over leaves it alone */
+    sonde_prim_kept_fd_t stolen = kept;
+    check(dup2(pipe_fds[1], kept.fd) == kept.fd, "taken_over_dup2_again", "fd %d", kept.fd);
+    sonde_prim_kept_close(&stolen);
+    check(stolen.fd == -1 && write(kept.fd, "y", 1) == 1, "close_leaves_program_fd", "fd %d",
+          kept.fd);
+    char got[4] = "";
+    check(read(pipe_fds[0], got, sizeof got) == 2 && memcmp(got, "xy", 2) == 0,
+          "program_pipe_gets_only_its_bytes", "%.2s", got);
+    close(kept.fd);
+    close(number);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
 }
 
 static void test_schedstat(void)
@@ -73,12 +113,12 @@ static void test_schedstat(void)
     } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 3000000L);
     usleep(1000);
     char text[128];
-    int fd = -1;
+    sonde_prim_kept_fd_t fd = SONDE_PRIM_KEPT_FD_NONE;
     ssize_t n = sonde__prim_task_read(0, sonde_prim_gettid(), "schedstat", &fd, text, sizeof text);
     if (n > 0) {
         rc = sonde__prim_parse_schedstat(text, &cpu, &runq);
         check(rc == 0 && cpu > 0, "schedstat_own_thread", "rc %d: %s", rc, text);
-        close(fd);
+        sonde_prim_kept_close(&fd);
     }
 }
 
@@ -122,6 +162,7 @@ static void test_stat(void)
 int main(void)
 {
     test_task_read();
+    test_task_read_taken_over();
     test_schedstat();
     test_syscall();
     test_stat();

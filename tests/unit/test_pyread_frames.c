@@ -23,10 +23,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define ARENA_BYTES (8u << 20)
-#define OBJ_BYTES 1024 /* room for any header we place */
-#define UNITS 8        /* code units of every synthetic code object */
-#define DEEP 2000      /* frames of the over-deep chain */
+#define OBJ_BYTES 1024                  /* room for any header we place */
+#define UNITS 8                         /* code units of every synthetic code object */
+#define DEEP (SONDE_PY_MAX_DEPTH + 100) /* frames of the over-deep chain */
+#define ARENA_BYTES ((size_t)DEEP * OBJ_BYTES + (4u << 20))
 
 static int failures;
 static char label[32];

@@ -7,6 +7,7 @@
  */
 #include "pyread/pyread.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,14 +93,24 @@ int main(void)
     snprintf(path, sizeof path, "/proc/%d/mem", (int)getpid());
     FILE *f = fopen(path, "r");
     if (f) {
-        mem.mem_fd = dup(fileno(f));
+        sonde_prim_kept_adopt(&mem.procmem, dup(fileno(f)), true);
         fclose(f);
     }
     mem.use_procmem = true;
-    check(mem.mem_fd >= 0, "fallback descriptor opened", mem.mem_fd);
+    check(mem.procmem.fd > 2, "fallback descriptor opened", mem.procmem.fd);
     check_source(&mem, "self, /proc/self/mem");
+    /* the program closes it and takes its number: reopened elsewhere */
+    int number = mem.procmem.fd;
+    int devnull = open("/dev/null", O_WRONLY);
+    check(devnull >= 0 && dup2(devnull, number) == number, "fallback taken over", number);
+    check_source(&mem, "self, /proc/self/mem reopened");
+    check(mem.procmem.fd > 2 && mem.procmem.fd != number, "fallback reopened on another number",
+          mem.procmem.fd);
     sonde_mem_close(&mem);
-    check(mem.mem_fd == -1, "close releases the descriptor", mem.mem_fd);
+    check(mem.procmem.fd == -1 && fcntl(number, F_GETFD) >= 0, "close releases the descriptor",
+          mem.procmem.fd);
+    close(number);
+    close(devnull);
 
     /* a source on this process follows it into a child after fork() */
     static volatile uint64_t own = 1;

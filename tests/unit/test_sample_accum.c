@@ -77,6 +77,36 @@ static void test_limit(void)
               sonde_aframe_line(frames[depth - 2]) == SONDE_STACK_MAX_DEPTH - 1,
           "limit_cut_walk_marker_at_root", "depth %u left out %u", depth, left_out);
 
+    /* Read one frame at a time into a buffer of the limit's size: the same
+     * stack as the limit leaves of all of them, at any depth. */
+    static const uint32_t reads[] = {1, 127, 128, 255, 256, 257, 384, 385, 1000, 1999};
+    bool same = true;
+    uint32_t failed_at = 0;
+    for (size_t r = 0; r < SONDE_ARRAY_LEN(reads) && same; r++) {
+        sonde_aframe_t ring[SONDE_STACK_MAX_DEPTH];
+        uint32_t n_read = reads[r], kept_depth = 0, want_depth = n_read;
+        for (uint32_t i = 0; i < n_read; i++) {
+            frames[i] = sonde_aframe(1, (int32_t)i + 1);
+            sonde_stack_keep(ring, i, frames[i]);
+        }
+        uint32_t want = sonde_stack_limit(frames, &want_depth, false);
+        same = sonde_stack_keep_end(ring, n_read, &kept_depth, false) == want &&
+               kept_depth == want_depth && memcmp(ring, frames, want_depth * sizeof *ring) == 0;
+        failed_at = n_read;
+    }
+    check(same, "keep_streamed_equals_limit", "differs after %u frames", failed_at);
+    {
+        sonde_aframe_t ring[SONDE_STACK_MAX_DEPTH];
+        uint32_t kept_depth = 0;
+        for (uint32_t i = 0; i < 1000; i++)
+            sonde_stack_keep(ring, i, sonde_aframe(1, (int32_t)i + 1));
+        left_out = sonde_stack_keep_end(ring, 1000, &kept_depth, true);
+        check(kept_depth == SONDE_STACK_KEEP_LEAF + 1 && left_out == 1000 - SONDE_STACK_KEEP_LEAF &&
+                  sonde_aframe_is_marker(ring[kept_depth - 1]) &&
+                  sonde_aframe_line(ring[kept_depth - 2]) == SONDE_STACK_KEEP_LEAF,
+              "keep_cut_walk_marker_at_root", "depth %u left out %u", kept_depth, left_out);
+    }
+
     char name[48];
     check(strcmp(sonde_stack_marker_name(744, name, sizeof name), "<744 frames left out>") == 0 &&
               strcmp(sonde_stack_marker_name(1, name, sizeof name), "<1 frame left out>") == 0,
@@ -279,9 +309,44 @@ static void test_threads(void)
     }
     check(dropped == 20 && released == 20 && kept_ok, "threads_sweep_drops_unseen",
           "dropped %zu released %d kept %zu", dropped, released, reg.n);
+    /* The index follows the entries the sweep moved; touch keeps an
+     * entry without creating one. */
+    test_thread_t *again = sonde_threadreg_get(&reg, 0x1000 + 38, 138, &is_new);
+    check(again && !is_new && again->value == 2 && sonde_threadreg_touch(&reg, 0x1000, 999) &&
+              !sonde_threadreg_touch(&reg, 0x1000 + 1, 101) && reg.n == 21,
+          "threads_index_after_sweep_and_touch", "n %zu", reg.n);
+    check(sonde_threadreg_sweep(&reg) == 19 && reg.n == 2, "threads_touched_are_kept", "n %zu",
+          reg.n);
     released = 0;
     sonde_threadreg_free(&reg);
-    check(released == 20 * 2 && reg.n == 0, "threads_free_releases", "released %d", released);
+    check(released == 2 && reg.n == 0 && !reg.index, "threads_free_releases", "released %d",
+          released);
+
+    /* A tick's order: the main thread, then the others in turn from where
+     * the last tick's budget stopped. */
+    sonde_threadlist_t list;
+    sonde_partial_t partial = {0};
+    sonde_pythread_t listed[5];
+    sonde_threadlist_init(&list);
+    for (int i = 0; i < 5; i++)
+        listed[i].tstate = (uint64_t)i; /* 0: the main thread */
+    list.threads = listed;
+    list.n = 5;
+    uint64_t order[5];
+    for (size_t k = 0; k < 5; k++)
+        order[k] = sonde_threadlist_nth(&list, k)->tstate;
+    sonde_threadlist_tick_end(&list, 3, &partial); /* sampled 0, 1, 2 */
+    uint64_t next[3];
+    for (size_t k = 0; k < 3; k++)
+        next[k] = sonde_threadlist_nth(&list, k)->tstate;
+    check(order[0] == 0 && order[4] == 4 && partial.threads_left_out == 2 && next[0] == 0 &&
+              next[1] == 3 && next[2] == 4,
+          "threadlist_rotation", "left out %llu, next %llu %llu %llu",
+          (unsigned long long)partial.threads_left_out, (unsigned long long)next[0],
+          (unsigned long long)next[1], (unsigned long long)next[2]);
+    sonde_threadlist_tick_end(&list, 5, &partial);
+    check(partial.threads_left_out == 2, "threadlist_whole_tick_leaves_none", "%llu",
+          (unsigned long long)partial.threads_left_out);
 }
 
 int main(void)
