@@ -345,8 +345,15 @@ static FUZZ_UNUSED size_t fake_code(fake_image_t *img, const sonde_pyoffsets_t *
 static FUZZ_UNUSED size_t fake_frame(fake_image_t *img, const sonde_pyoffsets_t *off, size_t code,
                                      size_t back, int unit, int owner)
 {
-    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner};
+    bool lasti = off->instr_kind == SONDE_PYINSTR_LASTI_BYTES ||
+                 off->instr_kind == SONDE_PYINSTR_LASTI_UNITS;
+    /* <= 3.10: f_executing (3.8, 3.9) / f_state (3.10) 12 bytes after f_lasti */
+    int32_t state_at = lasti ? off->frame_instr + 12 : -1;
+    int32_t fields[] = {off->frame_back, off->frame_code, off->frame_instr, off->frame_owner,
+                        state_at};
     size_t frame = fake_alloc(img, fake_span(fields, SONDE_ARRAY_LEN(fields)));
+    /* executing: f_executing 1 (3.8, 3.9), f_state FRAME_EXECUTING 0 (3.10) */
+    if (off->instr_kind == SONDE_PYINSTR_LASTI_BYTES) fake_put8(img, frame, state_at, 1);
     fake_put64(img, frame, off->frame_back, back == (size_t)-1 ? 0 : fake_addr(back));
     fake_put64(img, frame, off->frame_code, fake_addr(code) | (off->frame_code_tag_bits & 1));
     fake_put8(img, frame, off->frame_owner, (uint8_t)owner);
