@@ -90,6 +90,8 @@ typedef struct walk_record {
     struct {
         sonde_pyframe_t frame;
         const sonde_pycode_t *code; /* in the reader's cache */
+        int depth_after;            /* the iterator's depth once it returned it */
+        uint64_t next;              /* the frame the iterator would read next */
     } frames[SONDE_PY_MAX_DEPTH];
 } walk_record_t;
 
@@ -110,6 +112,8 @@ static void walk_iter(sonde_pyproc_t *proc, uint64_t tstate, walk_record_t *rec)
         check_code(proc, frame.code_id);
         rec->frames[rec->n].frame = frame;
         rec->frames[rec->n].code = sonde_pyproc_code(proc, frame.code_id);
+        rec->frames[rec->n].depth_after = it.depth;
+        rec->frames[rec->n].next = it.next_frame;
         rec->n++;
     }
     fuzz_assert(rc <= 0 && it.next_frame == 0, "an iterator not finished");
@@ -164,35 +168,56 @@ static void check_walk(const sonde_pyproc_t *proc, const sonde_walk_t *w)
     if (w->line_key) check_code(proc, sonde_aframe_code(w->line_key));
 }
 
-/* The kept stack of a walk is the iterator's (static memory: every try
- * reads the same), cut as sonde_stack_limit promises: at most
- * SONDE_STACK_MAX_DEPTH frames, the leaf and the root kept around one
- * marker, or, for a walk cut short (cycle, read bound), the innermost
- * frames and the marker last. The line is the innermost profiled one. */
+/* The kept stack of a walk is the iterator's frames (static memory: every
+ * try reads the same) up to where the walk stops reading
+ * (SONDE_WALK_MAX_READ frames read with more to come), cut as sample.h
+ * promises: at most SONDE_STACK_MAX_DEPTH frames; a stack read to its root
+ * keeps SONDE_STACK_KEEP_LEAF innermost frames, a marker and
+ * SONDE_STACK_KEEP_ROOT outermost ones; one cut before its root (a cycle,
+ * a read bound) keeps its innermost frames and the marker last. The line
+ * is the innermost profiled one, as the line-only walk finds it. */
 static void same_as_iter(const walk_record_t *rec, const sonde_walk_t *w, sonde_aframe_t line_key)
 {
-    uint32_t n = (uint32_t)rec->n;
-    fuzz_assert(rec->rc == 0, "the walk succeeded, the iterator failed (%d)", rec->rc);
+    uint32_t read = (uint32_t)rec->n, marker_at = UINT32_MAX, marker_count = 0, want_depth;
+    bool cut = false;
+    for (uint32_t k = 0; k < read; k++) {
+        if (rec->frames[k].depth_after >= SONDE_WALK_MAX_READ && rec->frames[k].next != 0) {
+            read = k + 1;
+            cut = true;
+        }
+    }
+    if (!cut) {
+        fuzz_assert(rec->rc == 0, "the walk succeeded, the iterator failed (%d)", rec->rc);
+        cut = rec->truncated;
+    }
     fuzz_assert(w->line_key == line_key, "the walks found different lines");
     if (w->depth == 0) return; /* an older try's line only */
-    uint32_t want_depth = n <= SONDE_STACK_MAX_DEPTH ? n : SONDE_STACK_MAX_DEPTH;
-    bool cut_root = rec->truncated && n >= SONDE_STACK_MAX_DEPTH;
-    uint32_t marker_at = n <= SONDE_STACK_MAX_DEPTH ? UINT32_MAX
-                         : cut_root                 ? SONDE_STACK_MAX_DEPTH - 1
-                                                    : SONDE_STACK_KEEP_LEAF;
-    fuzz_assert(w->depth == want_depth, "%u frames kept of %u (limit %d)", w->depth, n,
-                SONDE_STACK_MAX_DEPTH);
+    if (read <= SONDE_STACK_MAX_DEPTH) {
+        want_depth = read;
+        if (cut && read == SONDE_STACK_MAX_DEPTH) {
+            marker_at = SONDE_STACK_MAX_DEPTH - 1;
+            marker_count = 1;
+        }
+    } else if (cut) {
+        want_depth = SONDE_STACK_KEEP_LEAF + 1;
+        marker_at = SONDE_STACK_KEEP_LEAF;
+        marker_count = read - SONDE_STACK_KEEP_LEAF;
+    } else {
+        want_depth = SONDE_STACK_MAX_DEPTH;
+        marker_at = SONDE_STACK_KEEP_LEAF;
+        marker_count = read - SONDE_STACK_KEEP_LEAF - SONDE_STACK_KEEP_ROOT;
+    }
+    fuzz_assert(w->depth == want_depth, "%u frames kept of %u read (cut %d), %u expected", w->depth,
+                read, cut, want_depth);
+    fuzz_assert(w->left_out == marker_count, "left_out %u, %u expected", w->left_out, marker_count);
     for (uint32_t i = 0; i < w->depth; i++) {
         if (i == marker_at) {
             fuzz_assert(sonde_aframe_is_marker(w->frames[i]) &&
-                            sonde_aframe_marker_count(w->frames[i]) ==
-                                n - SONDE_STACK_MAX_DEPTH + 1,
-                        "frame %u: not the marker of %u frames", i, n - SONDE_STACK_MAX_DEPTH + 1);
+                            sonde_aframe_marker_count(w->frames[i]) == marker_count,
+                        "frame %u: not the marker of %u frames", i, marker_count);
             continue;
         }
-        uint32_t from = marker_at == UINT32_MAX || i < marker_at || cut_root
-                            ? i
-                            : n - (SONDE_STACK_MAX_DEPTH - i); /* the root's part */
+        uint32_t from = i < marker_at ? i : read - (want_depth - i); /* the root's part */
         const sonde_pyframe_t *f = &rec->frames[from].frame;
         fuzz_assert(w->frames[i] == sonde_aframe(f->code_id, f->lineno),
                     "frame %u of the kept stack is not frame %u of the stack", i, from);
