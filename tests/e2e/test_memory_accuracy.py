@@ -9,7 +9,9 @@ the number of standard errors it allows (about 4). The truths are what
 each program does, or, for small Python objects (whose sizes depend on the
 interpreter and whose free lists hide some allocations from any allocator
 hook), what tracemalloc measures in a separate run of the same program.
-Megabytes are MiB, as in the report.
+Megabytes are MiB, as in the report. Each program runs for at least 2 s
+(paced by the clock where the work itself is quicker), so that its
+allocations are spread over a run as long as the CPU accuracy tests'.
 """
 import json
 
@@ -105,15 +107,20 @@ def test_memory_accuracy_keep_free(env):
 # of them.
 
 RATIO = """
+    import time
+
     def big_site():
         return bytearray(48 << 10)  # @big
 
     def small_site():
         return bytearray(16 << 10)  # @small
 
+    start = time.perf_counter()
     for i in range(65536):
         big = big_site()
         small = small_site()
+        while time.perf_counter() < start + 2.0 * (i + 1) / 65536:
+            pass
     print("ok")
 """
 
@@ -143,6 +150,7 @@ def test_memory_accuracy_ratio_three(env):
 SMALL_OBJECTS = """
     import json
     import sys
+    import time
 
     TRUTH = sys.argv[1] == "truth"
     if TRUTH:
@@ -159,7 +167,8 @@ SMALL_OBJECTS = """
     def traced():
         return tracemalloc.get_traced_memory()[0] if TRUTH else 0
 
-    for _ in range(ROUNDS):
+    start = time.perf_counter()
+    for r in range(ROUNDS):
         batch = [None] * K
         before = traced()
         for i, v in zip(slots, values):
@@ -172,6 +181,8 @@ SMALL_OBJECTS = """
             dropped[i] = (v, v * 0.5)  # @drop
         made["drop"].append(traced() - before)
         del dropped
+        while not TRUTH and time.perf_counter() < start + 2.5 * (r + 1) / ROUNDS:
+            pass
     if TRUTH:
         print(json.dumps(made))
     else:
@@ -207,10 +218,16 @@ def test_memory_accuracy_small_objects(env):
 
 NUMPY_BLOCK = """
     import sys
+    import time
     import numpy as np
 
     N = 512 * 1024 * 1024
     share = float(sys.argv[1])
+
+    def work(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
 
     def allocate():
         block = np.empty(N, dtype=np.uint8)  # @alloc
@@ -218,7 +235,9 @@ NUMPY_BLOCK = """
             block[: int(N * share)] = 1
         return block
 
+    work(1.0)
     kept = allocate()
+    work(1.0)
     print(kept.nbytes)
 """
 
@@ -247,18 +266,27 @@ test_memory_accuracy_numpy_512mib.requires = "numpy"
 
 THREADS = """
     import threading
+    import time
 
     go = threading.Event()
 
+    def pace(start, done):
+        while time.perf_counter() < start + 2.0 * done:
+            pass
+
     def worker_a():
         go.wait()
-        for _ in range(16384):
+        start = time.perf_counter()
+        for i in range(16384):
             block = bytearray(64 << 10)  # @worker_a
+            pace(start, (i + 1) / 16384)
 
     def worker_b():
         go.wait()
-        for _ in range(4096):
+        start = time.perf_counter()
+        for i in range(4096):
             block = bytearray(256 << 10)  # @worker_b
+            pace(start, (i + 1) / 4096)
 
     threads = [threading.Thread(target=worker_a), threading.Thread(target=worker_b)]
     for t in threads:
