@@ -32,6 +32,8 @@
       mallocs: V.num(entry.n_mallocs),
       avg: V.num(entry.n_avg_mb),
       peak: V.num(entry.n_peak_mb),
+      live: V.num(entry.n_live_mb),
+      liveAtPeak: V.num(entry.n_live_at_peak_mb),
       pyFrac: V.num(entry.n_python_fraction),
       usage: V.num(entry.n_usage_fraction),
       copy: V.num(entry.n_copy_mb_s),
@@ -105,6 +107,11 @@
     /* Functions carry memory and GPU figures only where the writer gives
      * them (sonde: GPU yes, memory no); their table shows what they have. */
     model.funcMemory = model.hasMemory && anyField(files, ['n_malloc_mb', 'n_avg_mb', 'n_peak_mb'], 'rawFuncs');
+    /* Live bytes (what the line made and has not freed, at the end) come
+     * with sonde's byte-sampled heap; profiles without them keep the old
+     * columns only. */
+    model.hasLive = model.hasMemory && anyField(files, ['n_live_mb']);
+    model.funcLive = model.funcMemory && anyField(files, ['n_live_mb'], 'rawFuncs');
     model.funcCopy = model.hasCopy && anyField(files, ['n_copy_mb_s'], 'rawFuncs');
     model.funcGpu = model.hasGpu && anyField(files, ['n_gpu_percent'], 'rawFuncs');
     let maxPeak = V.num(data.max_footprint_mb), totalMalloc = 0, maxCopy = 0, maxGpuMem = 0;
@@ -180,7 +187,12 @@
   }
 
   function memTipRows(fig) {
-    return [['allocated', V.fmtMB(fig.malloc) || '0 MB'], ['allocation samples', V.fmtCount(fig.mallocs)]];
+    const rows = [['allocated', V.fmtMB(fig.malloc) || '0 MB'], ['allocation samples', V.fmtCount(fig.mallocs)]];
+    if (fig.live > 0 || fig.liveAtPeak > 0) {
+      rows.push(['live at the end', V.fmtMB(fig.live) || '0 MB']);
+      rows.push(['live at the heap peak', V.fmtMB(fig.liveAtPeak) || '0 MB']);
+    }
+    return rows;
   }
 
   /* The columns of a table; kind is 'line' or 'func'. Each: key, title,
@@ -201,6 +213,9 @@
     if (isLine ? model.hasMemory : model.funcMemory) {
       cols.push({ key: 'avg', title: 'Mem avg', cls: 'mem', value: function (f) { return f.avg; }, cell: function (f) { return V.memBar('Average memory', f.avg, f.pyFrac, model.maxPeakMB, memTipRows(f)); } });
       cols.push({ key: 'peak', title: 'Mem peak', cls: 'mem', value: function (f) { return f.peak; }, cell: function (f) { return V.memBar('Peak memory', f.peak, f.pyFrac, model.maxPeakMB, memTipRows(f)); } });
+      if (isLine ? model.hasLive : model.funcLive) {
+        cols.push({ key: 'live', title: 'Live', cls: 'mem', value: function (f) { return f.live; }, cell: function (f) { return V.memBar('Live at the end', f.live, f.pyFrac, model.maxPeakMB, memTipRows(f)); } });
+      }
       if (kind === 'line') {
         cols.push({ key: 'timeline', title: 'Timeline', cls: 'timeline', value: function (f) { return f.usage; }, shown: function (f) { return f.usage > 0 || V.points(f.memSamples).length > 0; }, cell: function (f) { return V.sparkline(f.memSamples, model.maxPeakMB, f.usage); } });
       }

@@ -637,6 +637,8 @@ async function caseRealMemory(chromium, c, data) {
     const file = data.files[filePath];
     const titles = await headerTitles(page, filePath, 'lines');
     if (titles.indexOf('avg') < 0 || titles.indexOf('peak') < 0 || titles.indexOf('timeline') < 0) bad.push(filePath + ': columns ' + titles.join(','));
+    const hasLive = (file.lines || []).some(function (l) { return l.n_live_mb !== undefined; });
+    if (hasLive !== (titles.indexOf('live') >= 0)) bad.push(filePath + ': live column ' + titles.join(',') + ' though the JSON ' + (hasLive ? 'has' : 'lacks') + ' n_live_mb');
     await setShowAll(page, true);
     const rows = await tableRows(page, filePath, 'lines');
     const byNo = new Map(rows.map(function (r) { return [r.lineno, r]; }));
@@ -645,6 +647,7 @@ async function caseRealMemory(chromium, c, data) {
       if (!r) { bad.push(l.lineno + ' not shown'); continue; }
       if (r.cells.avg !== fmtMB(l.n_avg_mb)) bad.push(l.lineno + ' avg ' + r.cells.avg + ' / ' + l.n_avg_mb);
       if (r.cells.peak !== fmtMB(l.n_peak_mb)) bad.push(l.lineno + ' peak ' + r.cells.peak + ' / ' + l.n_peak_mb);
+      if (hasLive && r.cells.live !== fmtMB(l.n_live_mb)) bad.push(l.lineno + ' live ' + r.cells.live + ' / ' + l.n_live_mb);
       compared++;
     }
     for (const leakLine of Object.keys(file.leaks || {})) {
