@@ -8,24 +8,12 @@
  */
 #include "attach_cli.h"
 
+#include "../core/buf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int aopts_error(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int aopts_error(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
 
 static bool aopts_pid(const char *text, pid_t *pid)
 {
@@ -77,30 +65,30 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
     const char *w = argv[*i], *eq = NULL, *value = NULL;
     if (aopts_is(w, "--rate", NULL, "-r", &eq)) {
         if (!(value = aopts_value(argc, argv, i, eq)))
-            return aopts_error(err, err_len, "option %s needs a value", w);
+            return sonde_errf(err, err_len, "option %s needs a value", w);
         if (!aopts_number(value, &args->opts.rate_hz) || args->opts.rate_hz < 1 ||
             args->opts.rate_hz > SONDE_ATTACH_MAX_RATE)
-            return aopts_error(err, err_len,
-                               "--rate must be a number of samples per second from 1 to %.0f, "
-                               "not '%s'",
-                               SONDE_ATTACH_MAX_RATE, value);
+            return sonde_errf(err, err_len,
+                              "--rate must be a number of samples per second from 1 to %.0f, "
+                              "not '%s'",
+                              SONDE_ATTACH_MAX_RATE, value);
     } else if (aopts_is(w, "--duration", NULL, "-d", &eq)) {
         if (!(value = aopts_value(argc, argv, i, eq)))
-            return aopts_error(err, err_len, "option %s needs a value", w);
+            return sonde_errf(err, err_len, "option %s needs a value", w);
         if (!aopts_number(value, &args->opts.duration_sec) || args->opts.duration_sec <= 0 ||
             args->opts.duration_sec > 1e7)
-            return aopts_error(err, err_len,
-                               "--duration must be a positive number of seconds, not '%s'", value);
+            return sonde_errf(err, err_len,
+                              "--duration must be a positive number of seconds, not '%s'", value);
     } else if (aopts_is(w, "--output", "--outfile", "-o", &eq)) {
         if (!(args->outfile = aopts_value(argc, argv, i, eq)) || !args->outfile[0])
-            return aopts_error(err, err_len, "option %s needs a file name", w);
+            return sonde_errf(err, err_len, "option %s needs a file name", w);
     } else if (aopts_is(w, "--format", NULL, "-f", &eq)) {
         if (!(value = aopts_value(argc, argv, i, eq)))
-            return aopts_error(err, err_len, "option %s needs a value", w);
+            return sonde_errf(err, err_len, "option %s needs a value", w);
         if (!(args->format = sonde_format_named(value))) {
             char names[256];
             sonde_format_list(names, sizeof names, false);
-            return aopts_error(err, err_len, "unknown format '%s' (%s)", value, names);
+            return sonde_errf(err, err_len, "unknown format '%s' (%s)", value, names);
         }
     } else if (strcmp(w, "--threads") == 0) {
         args->opts.per_thread = true;
@@ -111,8 +99,8 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
     } else if (strcmp(w, "--subprocesses") == 0) {
         args->opts.subprocesses = true;
     } else {
-        return aopts_error(err, err_len, "unknown option '%s' (see 'sonde %s --help')", w,
-                           mode == SONDE_ATTACH_MODE_RECORD ? "record" : "attach");
+        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde %s --help')", w,
+                          mode == SONDE_ATTACH_MODE_RECORD ? "record" : "attach");
     }
     return 0;
 }
@@ -123,28 +111,28 @@ static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, i
 {
     if (mode == SONDE_ATTACH_MODE_RECORD) {
         if (i >= argc)
-            return aopts_error(err, err_len,
-                               "record needs a command to run, e.g. 'sonde record -o out.svg -- "
-                               "python3 app.py'");
+            return sonde_errf(err, err_len,
+                              "record needs a command to run, e.g. 'sonde record -o out.svg -- "
+                              "python3 app.py'");
         args->command = argv + i;
     } else {
         const char *what = mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach";
         if (!pid_word && i < argc) pid_word = argv[i++]; /* after "--" */
         if (!pid_word)
-            return aopts_error(err, err_len, "%s needs the id of a process, e.g. 'sonde %s 4242'",
-                               what, what);
+            return sonde_errf(err, err_len, "%s needs the id of a process, e.g. 'sonde %s 4242'",
+                              what, what);
         if (i < argc)
-            return aopts_error(err, err_len, "%s takes one process id, not '%s'", what, argv[i]);
+            return sonde_errf(err, err_len, "%s takes one process id, not '%s'", what, argv[i]);
         if (!aopts_pid(pid_word, &args->pid))
-            return aopts_error(err, err_len, "'%s' is not a process id", pid_word);
+            return sonde_errf(err, err_len, "'%s' is not a process id", pid_word);
     }
     if (args->outfile && !args->format && !(args->format = sonde_format_of_path(args->outfile))) {
         char endings[256];
         sonde_format_list(endings, sizeof endings, true);
-        return aopts_error(err, err_len,
-                           "cannot tell the format from the name '%s'; use an extension (%s) or "
-                           "--format",
-                           args->outfile, endings);
+        return sonde_errf(err, err_len,
+                          "cannot tell the format from the name '%s'; use an extension (%s) or "
+                          "--format",
+                          args->outfile, endings);
     }
     if (!args->format) args->format = sonde_format_default();
     return 0;
@@ -166,8 +154,8 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
         if (w[0] != '-' || !w[1]) {
             if (mode == SONDE_ATTACH_MODE_RECORD) break;
             if (pid_word)
-                return aopts_error(err, err_len, "%s takes one process id, not '%s'",
-                                   mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", w);
+                return sonde_errf(err, err_len, "%s takes one process id, not '%s'",
+                                  mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", w);
             pid_word = w;
             continue;
         }
@@ -176,8 +164,8 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
             return 0;
         }
         if (mode == SONDE_ATTACH_MODE_DUMP)
-            return aopts_error(err, err_len,
-                               "unknown option '%s' for dump (see 'sonde dump --help')", w);
+            return sonde_errf(err, err_len,
+                              "unknown option '%s' for dump (see 'sonde dump --help')", w);
         int rc = aopts_one(mode, argc, argv, &i, args, err, err_len);
         if (rc < 0) return rc;
     }

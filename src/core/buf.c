@@ -247,3 +247,34 @@ int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *trun
     close(fd);
     return rc;
 }
+
+int sonde_errf(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || !err_len) return -EINVAL;
+    char raw[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p; p++) {
+        char esc[5];
+        size_t n;
+        if (*p >= 0x20 && *p != 0x7f) {
+            esc[0] = (char)*p;
+            n = 1;
+        } else if (*p == '\n' || *p == '\t') {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : 't';
+            n = 2;
+        } else {
+            snprintf(esc, sizeof esc, "\\x%02x", *p);
+            n = 4;
+        }
+        if (o + n >= err_len) break;
+        memcpy(err + o, esc, n);
+        o += n;
+    }
+    err[o] = '\0';
+    return -EINVAL;
+}

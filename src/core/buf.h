@@ -38,6 +38,15 @@ void sonde_buf_json_string(sonde_buf_t *b, const char *s);
 /* Appends a double as JSON (finite; NaN/inf become 0), at most `digits`
  * digits after the point, trailing zeros trimmed. */
 void sonde_buf_json_number(sonde_buf_t *b, double v, int digits);
+
+/* Formats a one-line error message into err (err_len bytes, always
+ * NUL-terminated when err_len > 0; NULL or 0 writes nothing) and returns
+ * -EINVAL, for the option parsers. Control characters in the result (a
+ * user's word holding a newline or an escape) are written as \n, \t or
+ * \xNN, so the message stays one line and cannot drive the terminal.
+ * Allocates nothing. */
+int sonde_errf(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Appends the contents of the regular file at path, at most max bytes of
  * it. A file holding more sets *truncated (the first max bytes are kept)
  * or, with truncated NULL, fails with -EFBIG (at once, before reading,

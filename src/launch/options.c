@@ -110,20 +110,6 @@ static char *opts_own(sonde_run_opts_t *opts, const char *text, size_t len)
     return s->text;
 }
 
-static int opts_error(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int opts_error(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 /* ---- one setter per value (the parser's and the decoder's) -------------------- */
 
 /* Parses a non-negative finite number; returns 0 or -EINVAL. */
@@ -236,10 +222,10 @@ static int opts_choose_format(sonde_run_opts_t *opts, const char *name, const ch
     if (opts_set_format(opts, name) < 0) {
         char names[256];
         sonde_format_list(names, sizeof names, false);
-        return opts_error(err, err_len, "unknown format '%s' (%s)", name, names);
+        return sonde_errf(err, err_len, "unknown format '%s' (%s)", name, names);
     }
     if (before && before != opts->format)
-        return opts_error(err, err_len, "%s and %s ask for different formats (%s, %s); give one",
+        return sonde_errf(err, err_len, "%s and %s ask for different formats (%s, %s); give one",
                           *chosen_by, word, before->name, opts->format->name);
     *chosen_by = word;
     return 0;
@@ -274,11 +260,11 @@ static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *v
         rc = only ? opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only)
                   : opts_add_patterns(opts, value, opts->profile_exclude, &opts->n_profile_exclude);
     if (rc == -ENOMEM) {
-        opts_error(err, err_len, "out of memory");
+        sonde_errf(err, err_len, "out of memory");
         return rc;
     }
     if (rc < 0)
-        return opts_error(err, err_len, "%s needs a comma-separated list of at most %d patterns",
+        return sonde_errf(err, err_len, "%s needs a comma-separated list of at most %d patterns",
                           only ? opts_only[0] : opts_exclude[0], SONDE_MAX_PATTERNS);
     return 0;
 }
@@ -312,21 +298,21 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--html") == 0)
         return opts_choose_format(opts, arg + 2, arg, format_word, err, err_len);
     else if ((rc = opts_valued(argc, argv, i, opts_format, "-f", &value)) != 0) {
-        if (rc < 0) return opts_error(err, err_len, "--format needs a format name");
+        if (rc < 0) return sonde_errf(err, err_len, "--format needs a format name");
         return opts_choose_format(opts, value, arg, format_word, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
-            return opts_error(err, err_len, "%.*s needs a byte count between 64K and 1G, got '%s'",
+            return sonde_errf(err, err_len, "%.*s needs a byte count between 64K and 1G, got '%s'",
                               (int)strcspn(arg, "="), arg, value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_interval(opts, value) < 0)
-            return opts_error(
+            return sonde_errf(
                 err, err_len,
                 "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
                 value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_threshold, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_threshold(opts, value) < 0)
-            return opts_error(
+            return sonde_errf(
                 err, err_len,
                 "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
                 value ? value : "");
@@ -335,10 +321,10 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
         return opts_patterns_option(opts, rc, value, false, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
-        if (rc < 0 || !*value) return opts_error(err, err_len, "--output needs a file name");
+        if (rc < 0 || !*value) return sonde_errf(err, err_len, "--output needs a file name");
         opts->outfile = value;
     } else {
-        return opts_error(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
+        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
     }
     return 0;
 }
@@ -356,12 +342,12 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
         }
         if (arg[0] != '-' || arg[1] == 0) break; /* the script */
         if (strncmp(arg, "-m", 2) == 0) {
-            if (!need_program) return opts_error(err, err_len, "unexpected option '%s'", arg);
+            if (!need_program) return sonde_errf(err, err_len, "unexpected option '%s'", arg);
             opts->n_option_tokens = i;
             if (arg[2]) {
                 opts->module = arg + 2;
             } else {
-                if (i + 1 >= argc) return opts_error(err, err_len, "option -m needs a module name");
+                if (i + 1 >= argc) return sonde_errf(err, err_len, "option -m needs a module name");
                 opts->module = argv[++i];
             }
             /* prog_argv[0] is the module name; the rest are its arguments */
@@ -377,7 +363,7 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
     opts_settle_format(opts);
     if (!need_program || opts->help) return 0;
     if (i >= argc)
-        return opts_error(err, err_len,
+        return sonde_errf(err, err_len,
                           "no program given: sonde run [options] script.py [args] (see 'sonde run "
                           "--help')");
     opts->script = argv[i];
@@ -489,11 +475,11 @@ int sonde_run_opts_decode(sonde_run_opts_t *opts, const char *text, char *err, s
         if (rc == 0) rc = dec_netstring(opts, &p, end, &value);
         if (rc == 0) rc = dec_field(opts, key, value);
         if (rc == -ENOMEM) {
-            opts_error(err, err_len, "out of memory");
+            sonde_errf(err, err_len, "out of memory");
             return rc;
         }
         if (rc < 0)
-            return opts_error(err, err_len,
+            return sonde_errf(err, err_len,
                               "the options handed over by the sonde command cannot be read%s%s%s "
                               "(a command and a package from different builds?)",
                               key ? " (at '" : "", key ? key : "", key ? "')" : "");

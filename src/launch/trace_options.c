@@ -6,6 +6,8 @@
  */
 #include "trace_options.h"
 
+#include "../core/buf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -37,12 +39,6 @@ const char sonde_trace_usage[] =
     "\n"
     "In code: sonde.Profile is a drop-in for cProfile.Profile, and\n"
     "sonde.run(...) / sonde.runctx(...) for cProfile.run / cProfile.runctx.\n";
-
-static int topts_error(char *err, size_t err_len, const char *fmt, const char *arg)
-{
-    if (err && err_len) snprintf(err, err_len, fmt, arg ? arg : "");
-    return -EINVAL;
-}
 
 /* Matches a long option as optparse does: the full name or an unambiguous
  * prefix of it (at least "--" plus one letter), optionally followed by
@@ -116,37 +112,37 @@ int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv
         }
         if ((rc = topts_valued(argc, argv, &i, 'o', "--outfile", &value)) != 0) {
             if (rc < 0 || !*value)
-                return topts_error(err, err_len, "option -o needs a file name%s", "");
+                return sonde_errf(err, err_len, "option -o needs a file name%s", "");
             opts->outfile = value;
             continue;
         }
         if ((rc = topts_valued(argc, argv, &i, 's', "--sort", &value)) != 0) {
-            if (rc < 0) return topts_error(err, err_len, "option -s needs a sort key%s", "");
+            if (rc < 0) return sonde_errf(err, err_len, "option -s needs a sort key%s", "");
             if (!topts_valid_sort(value))
-                return topts_error(err, err_len,
-                                   "invalid sort key '%s' for -s (choose from calls, cumtime, "
-                                   "cumulative, filename, line, module, name, ncalls, nfl, pcalls, "
-                                   "stdname, time, tottime)",
-                                   value);
+                return sonde_errf(err, err_len,
+                                  "invalid sort key '%s' for -s (choose from calls, cumtime, "
+                                  "cumulative, filename, line, module, name, ncalls, nfl, pcalls, "
+                                  "stdname, time, tottime)",
+                                  value);
             opts->sort = value;
             continue;
         }
-        return topts_error(err, err_len, "unknown option '%s' (see 'sonde trace --help')", arg);
+        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde trace --help')", arg);
     }
     opts->n_option_tokens = i;
     if (!need_program) {
         if (i < argc)
-            return topts_error(err, err_len, "unexpected argument '%s' among the options", argv[i]);
+            return sonde_errf(err, err_len, "unexpected argument '%s' among the options", argv[i]);
         return 0;
     }
     if (opts->help) return 0;
     if (i >= argc) {
-        return topts_error(err, err_len,
-                           opts->module_flag
-                               ? "option -m needs a module name (see 'sonde trace --help')%s"
-                               : "no program given: sonde trace [-o OUTFILE] [-s SORT] script.py "
-                                 "[args] (see 'sonde trace --help')%s",
-                           "");
+        return sonde_errf(err, err_len,
+                          opts->module_flag
+                              ? "option -m needs a module name (see 'sonde trace --help')%s"
+                              : "no program given: sonde trace [-o OUTFILE] [-s SORT] script.py "
+                                "[args] (see 'sonde trace --help')%s",
+                          "");
     }
     if (opts->module_flag)
         opts->module = argv[i];

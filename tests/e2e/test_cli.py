@@ -34,6 +34,14 @@ def test_unknown_option_and_command(env):
     _one_line_error(env.run_sonde(["frobnicate"]), "frobnicate")
     _one_line_error(env.run_sonde(["run", "--interval", "abc", script]), "--interval")
     _one_line_error(env.run_sonde(["run"]), "no program")
+    # A word holding a newline or a terminal escape is quoted escaped: the
+    # message stays one line and sends no escape to the terminal.
+    for cmd in (["run"], ["trace"], ["attach"], ["record"]):
+        for word, shown in (("--bo\ngus", "--bo\\ngus"), ("--x\x1b[31m", "--x\\x1b[31m"),
+                            ("--interval=1\n2", "1\\n2")):
+            proc = env.run_sonde(cmd + [word, script])
+            _one_line_error(proc, shown)
+            check("\x1b" not in proc.stderr, "an escape reached the terminal: %r" % proc.stderr)
 
 
 def test_missing_script(env):
