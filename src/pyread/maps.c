@@ -116,6 +116,9 @@ int sonde_maps_find_images(const char *text, size_t len, const char *exe_path,
 {
     int count = 0;
     size_t exe_len = exe_path ? strlen(exe_path) : 0;
+    size_t dlen = strlen(MAPS_DELETED);
+    if (exe_len > dlen && memcmp(exe_path + exe_len - dlen, MAPS_DELETED, dlen) == 0)
+        exe_len -= dlen;
 
     /* Pass 0: the executable; pass 1: every libpython. */
     for (int pass = 0; pass < 2; pass++) {
@@ -135,9 +138,9 @@ int sonde_maps_find_images(const char *text, size_t len, const char *exe_path,
                 continue;
             }
             size_t path_len = m.path_len;
-            size_t dlen = strlen(MAPS_DELETED);
-            if (path_len > dlen && memcmp(m.path + path_len - dlen, MAPS_DELETED, dlen) == 0)
-                path_len -= dlen;
+            bool deleted =
+                path_len > dlen && memcmp(m.path + path_len - dlen, MAPS_DELETED, dlen) == 0;
+            if (deleted) path_len -= dlen;
             bool wanted = pass == 0 ? (exe_path ? path_len == exe_len &&
                                                       memcmp(m.path, exe_path, exe_len) == 0
                                                 : count == 0)
@@ -147,7 +150,9 @@ int sonde_maps_find_images(const char *text, size_t len, const char *exe_path,
                 memcpy(img->path, m.path, path_len);
                 img->path[path_len] = 0;
                 img->base = m.start;
+                img->end = m.end;
                 img->inode = m.inode;
+                img->deleted = deleted;
                 img->is_libpython = pass == 1;
                 img->minor_hint = sonde_maps_minor_hint(m.path, path_len);
             }

@@ -346,12 +346,24 @@ static int proc_try_image(sonde_pyproc_t *proc, pid_t pid, const sonde_maps_imag
     sonde_elf_t elf;
     int rc = 0;
 
-    snprintf(path, sizeof path, "root%s", image->path);
-    int fd = sonde_prim_proc_open(pid, path);
-    /* /proc/PID/maps names files as the reader's root sees them: a target
-     * in another mount namespace needs /proc/PID/root, one in a chroot of
-     * ours (same namespace) is found under the path itself */
-    if (fd == -ENOENT) fd = sonde_prim_fd_above_std(open(image->path, O_RDONLY | O_CLOEXEC));
+    int fd;
+    if (image->deleted) {
+        /* The file was removed or replaced since it was mapped (a Python
+         * upgraded under a running service): its path names another file
+         * or none, so read the mapped file itself, through map_files (or,
+         * for the executable, exe). */
+        snprintf(path, sizeof path, "map_files/%llx-%llx", (unsigned long long)image->base,
+                 (unsigned long long)image->end);
+        fd = sonde_prim_proc_open(pid, path);
+        if (fd < 0 && !image->is_libpython) fd = sonde_prim_proc_open(pid, "exe");
+    } else {
+        snprintf(path, sizeof path, "root%s", image->path);
+        fd = sonde_prim_proc_open(pid, path);
+        /* /proc/PID/maps names files as the reader's root sees them: a
+         * target in another mount namespace needs /proc/PID/root, one in
+         * a chroot of ours (same namespace) is found under the path */
+        if (fd == -ENOENT) fd = sonde_prim_fd_above_std(open(image->path, O_RDONLY | O_CLOEXEC));
+    }
     if (fd < 0) return fd;
     rc = sonde_elf_open(&elf, fd);
     if (rc != 0) goto out_fd;

@@ -148,13 +148,16 @@ int sonde_maps_parse_line(const char *line, size_t len, sonde_maps_line_t *out);
 typedef struct sonde_maps_image {
     char path[SONDE_MAPS_PATH_MAX]; /* as the target sees it */
     uint64_t base;                  /* start of its mapping at file offset 0 */
+    uint64_t end;                   /* end of that mapping */
     uint64_t inode;
+    bool deleted;      /* maps said " (deleted)": the path now names another file, or none */
     bool is_libpython; /* libpython3.N.so... rather than the exe */
     int minor_hint;    /* N from libpython3.N / python3.N, or -1 */
 } sonde_maps_image_t;
 
 /* Finds candidate images in the text of /proc/PID/maps: the executable
- * (exe_path, may be NULL) first, then each libpython3.N.so* mapping.
+ * (exe_path, may be NULL, with or without the " (deleted)" the kernel
+ * appends to a replaced file) first, then each libpython3.N.so* mapping.
  * Returns the number written to images (at most max), or -errno. */
 int sonde_maps_find_images(const char *text, size_t len, const char *exe_path,
                            sonde_maps_image_t *images, int max);

@@ -291,3 +291,83 @@ def test_record_python_native_system(env):
             check(share >= 80, "%s line only %.1f%% %s (%r)" % (mark, share, key, line))
             notes.append("%s %.0f%%" % (mark, share))
     return ", ".join(notes)
+
+
+REPLACED = '''\
+import sys
+import time
+
+
+def spin_here(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:  # @spin
+        pass
+
+
+print("ready", flush=True)
+spin_here(30)
+'''
+
+FIND_LIBPYTHON = '''\
+import os, sys, sysconfig
+lib = sysconfig.get_config_var("LDLIBRARY") or ""
+if sysconfig.get_config_var("Py_ENABLE_SHARED") and lib.endswith(".so") or ".so." in lib:
+    for d in (sysconfig.get_config_var("LIBDIR"), os.path.join(sys.base_prefix, "lib")):
+        for name in (sysconfig.get_config_var("INSTSONAME") or "", lib):
+            if d and name and os.path.exists(os.path.join(d, name)):
+                print(os.path.realpath(os.path.join(d, name)), os.path.basename(name))
+                raise SystemExit
+print("-")
+'''
+
+
+def test_attach_replaced_interpreter(env):
+    """A Python upgraded under a running service: the executable (and a
+    shared libpython) the process runs were deleted or replaced since it
+    started, so their paths in /proc/PID/maps end in " (deleted)". dump
+    and attach still read the process, through the mapped files."""
+    import shutil
+    script = env.write("replaced.py", REPLACED)
+    found = env.run_python(["-c", FIND_LIBPYTHON])
+    check(found.returncode == 0, found.stderr)
+    prefix = env.run_python(["-c", "import sys; print(sys.base_prefix)"]).stdout.strip()
+    real_exe = env.run_python(["-c", "import sys, os; print(os.path.realpath(sys.executable))"]).stdout.strip()
+    copy_dir = os.path.join(env.tmp, "old-python")
+    os.makedirs(copy_dir, exist_ok=True)
+    exe = os.path.join(copy_dir, "python-old")
+    shutil.copy2(real_exe, exe)
+    run_env = dict(env.base_env(), PYTHONHOME=prefix)
+    copies = [exe]
+    if found.stdout.strip() != "-":
+        lib, soname = found.stdout.split()
+        lib_copy = os.path.join(copy_dir, soname)
+        shutil.copy2(lib, lib_copy)
+        copies.append(lib_copy)
+        # a preloaded object of the same soname satisfies the executable's
+        # need, whatever its run path says
+        run_env["LD_PRELOAD"] = lib_copy
+    proc = subprocess.Popen([exe, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=env.tmp, env=run_env)
+    try:
+        ready = proc.stdout.readline()
+        check(ready.strip() == b"ready", "the copied interpreter did not start: %r %r"
+              % (ready, proc.stderr.read(2000) if proc.poll() is not None else b""))
+        for path in copies:
+            os.unlink(path)
+        with open("/proc/%d/maps" % proc.pid) as f:
+            maps = f.read()
+        check(all(p + " (deleted)" in maps for p in copies), "not all copies show as deleted")
+        dump = env.run_sonde(["dump", str(proc.pid)])
+        sonde_ok(dump, "dump")
+        check("    spin_here (%s:" % script in dump.stdout, "no spin_here frame:\n%s" % dump.stdout)
+        out = os.path.join(env.tmp, "replaced.json")
+        att = env.run_sonde(["attach", str(proc.pid), "--duration", "0.5", "-o", out])
+        sonde_ok(att, "attach")
+        lines = {l["lineno"]: l for e in load_json(out)["files"].values() for l in e["lines"]}
+        check(marked_lines(script)["spin"] in lines, "the spinning line is missing: %r" % sorted(lines))
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    return "%d file(s) deleted under the running process" % len(copies)

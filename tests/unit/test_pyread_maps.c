@@ -134,6 +134,21 @@ static void check_images(void)
               images[1].minor_hint == 12 && images[1].inode == 200,
           "executable first, then libpython (deleted suffix dropped, stub skipped)", detail);
 
+    check(!images[0].deleted && images[1].deleted && images[1].end == 0x7f0000100000ull,
+          "a deleted image is marked, with the end of its mapping (map_files names it so)", "");
+
+    /* The executable itself replaced while it runs (a Python upgraded
+     * under a service): /proc/PID/exe and maps both say " (deleted)". */
+    static const char replaced[] =
+        "55f0a0000000-55f0a0001000 r--p 00000000 fe:00 100 /usr/bin/python3.11 (deleted)\n"
+        "55f0a0001000-55f0a0300000 r-xp 00001000 fe:00 100 /usr/bin/python3.11 (deleted)\n";
+    n = sonde_maps_find_images(replaced, sizeof replaced - 1, "/usr/bin/python3.11 (deleted)",
+                               images, 4);
+    check(n == 1 && !images[0].is_libpython && images[0].deleted &&
+              strcmp(images[0].path, "/usr/bin/python3.11") == 0 &&
+              images[0].end == 0x55f0a0001000ull,
+          "a replaced executable is found by its /proc/PID/exe name, marked deleted", "");
+
     n = sonde_maps_find_images(text, sizeof text - 1, "/not/mapped", images, 4);
     check(n == 1 && images[0].is_libpython, "unmapped executable: libpython only", "");
     n = sonde_maps_find_images(text, sizeof text - 1, NULL, images, 4);
