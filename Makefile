@@ -118,8 +118,6 @@ $(BUILD)/compiler: FORCE
 	@echo '$(CC) $(ALLFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS)' > $@
 FORCE:
 
-$(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
-
 $(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)

@@ -37,6 +37,9 @@ const char sonde_run_usage[] =
     "\n"
     "options:\n"
     "  -m MODULE                  run a module, as `python3 -m MODULE`\n"
+    "  --python PATH              the interpreter to run (default: $SONDE_PYTHON,\n"
+    "                             else python3 as found on PATH, so an\n"
+    "                             activated virtual environment's)\n"
     "  --interval SEC             sampling interval in seconds (default 0.01)\n"
     "  --virtual-time             sample CPU time only (no system time)\n"
     "  --profile-all              also profile the standard library and\n"
@@ -263,6 +266,7 @@ static const char *const opts_only[] = {"--profile-only", NULL};
 static const char *const opts_exclude[] = {"--profile-exclude", NULL};
 static const char *const opts_format[] = {"--format", NULL};
 static const char *const opts_output[] = {"--output", "--outfile", NULL};
+static const char *const opts_python[] = {"--python", NULL};
 
 /* --profile-only / --profile-exclude with its value (found: opts_valued's
  * result). Returns 0 or -errno with the message in err. */
@@ -355,6 +359,14 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
             break;
         }
         if (arg[0] != '-' || arg[1] == 0) break; /* the script */
+        const char *python = NULL;
+        int found = need_program ? opts_valued(argc, argv, &i, opts_python, NULL, &python) : 0;
+        if (found < 0 || (found > 0 && !*python))
+            return opts_error(err, err_len, "--python needs a path to an interpreter");
+        if (found > 0) {
+            opts->python = python;
+            continue;
+        }
         if (strncmp(arg, "-m", 2) == 0) {
             if (!need_program) return opts_error(err, err_len, "unexpected option '%s'", arg);
             opts->n_option_tokens = i;

@@ -52,6 +52,8 @@ typedef struct sonde_run_opts {
     const char *outfile; /* -o/--output (alias --outfile), borrowed from
                                      argv or owned; NULL = stderr */
     bool help;           /* -h/--help was given */
+    const char *python;  /* --python PATH (the command's only, never handed
+                            over); borrowed from argv; NULL if not given */
     /* What to run: exactly one of script and module after a successful parse
      * (unless help). argv of the program: prog_argv[0..prog_argc-1] with
      * prog_argv[0] the script path or the module name. Borrowed. */
