@@ -38,7 +38,7 @@ int sonde_cli_run(int argc, char **argv)
         goto done;
     }
     sonde_cli_choose_python(opts.python);
-    sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
+    sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc, opts.command};
     status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory);
 done:
     sonde_buf_free(&encoded);

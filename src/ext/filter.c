@@ -8,7 +8,9 @@
  * callback ask) lives in the sampling core, shared with the attach reader.
  * By default a file is profiled unless it lies in the standard library,
  * a site-packages/dist-packages directory or sonde itself, or is not a
- * real file ("<frozen ...>", "<string>"); --profile-only replaces that rule
+ * real file ("<frozen ...>", "<string>"; but the code of `-c CODE` is
+ * "<string>" and a script read from standard input "<stdin>": the
+ * program's own, so that name is profiled); --profile-only replaces that rule
  * by "the path contains one of the patterns"; --profile-exclude removes
  * files whose path contains a pattern; --profile-all profiles everything
  * that is a real file.
@@ -52,10 +54,12 @@ static int filter_add_module_dir(sonde_filter_t *f, const char *name)
 }
 
 int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
-                          const char *sonde_pkg_dir)
+                          const char *sonde_pkg_dir, const char *program)
 {
     memset(f, 0, sizeof *f);
     f->profile_all = opts->profile_all;
+    if (program && strcmp(program, "-c") == 0) f->program_pseudo = "<string>";
+    if (program && strcmp(program, "-") == 0) f->program_pseudo = "<stdin>";
     int rc = filter_add_module_dir(f, "os");
     if (rc == 0) rc = sonde_codefilter_add_lib_dir(f, sonde_pkg_dir);
     PyObject *path = PySys_GetObject("path"); /* borrowed */

@@ -404,7 +404,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     if (!(s->viewer_dir = malloc(viewer_len))) goto nomem;
     snprintf(s->viewer_dir, viewer_len, "%s/viewer", sonde_ext_pkg_dir);
 
-    if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir)) < 0) goto nomem;
+    if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir, s->program)) < 0)
+        goto nomem;
     memset(&s->sampler, 0, sizeof s->sampler);
     s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
     s->sampler.virtual_time = opts->virtual_time;

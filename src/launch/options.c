@@ -28,6 +28,8 @@ struct sonde_run_opts_string {
 const char sonde_run_usage[] =
     "usage: sonde run [options] script.py [args ...]\n"
     "       sonde run [options] -m module [args ...]\n"
+    "       sonde run [options] -c code [args ...]\n"
+    "       sonde run [options] - [args ...] < script.py\n"
     "\n"
     "Runs a Python program exactly as `python3 script.py args` would, samples\n"
     "where its time goes, and prints a line-level report when it exits.\n"
@@ -37,6 +39,10 @@ const char sonde_run_usage[] =
     "\n"
     "options:\n"
     "  -m MODULE                  run a module, as `python3 -m MODULE`\n"
+    "  -c CODE                    run CODE, as `python3 -c CODE` (its lines are\n"
+    "                             reported as those of the file <string>; a\n"
+    "                             script read from standard input with `-`, as\n"
+    "                             those of <stdin>)\n"
     "  --python PATH              the interpreter to run (default: $SONDE_PYTHON,\n"
     "                             else python3 as found on PATH, so an\n"
     "                             activated virtual environment's)\n"
@@ -367,16 +373,20 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
             opts->python = python;
             continue;
         }
-        if (strncmp(arg, "-m", 2) == 0) {
+        if (strncmp(arg, "-m", 2) == 0 || strncmp(arg, "-c", 2) == 0) {
             if (!need_program) return opts_error(err, err_len, "unexpected option '%s'", arg);
+            bool module = arg[1] == 'm';
+            const char *value = arg + 2;
             opts->n_option_tokens = i;
-            if (arg[2]) {
-                opts->module = arg + 2;
-            } else {
-                if (i + 1 >= argc) return opts_error(err, err_len, "option -m needs a module name");
-                opts->module = argv[++i];
+            if (!*value) {
+                if (i + 1 >= argc)
+                    return opts_error(err, err_len, "option %.2s needs %s", arg,
+                                      module ? "a module name" : "the code to run");
+                value = argv[++i];
             }
-            /* prog_argv[0] is the module name; the rest are its arguments */
+            *(module ? &opts->module : &opts->command) = value;
+            /* prog_argv[0] is the module name (the code); the rest are its
+             * arguments */
             opts->prog_argv = argv + i;
             opts->prog_argc = argc - i;
             opts_settle_format(opts);

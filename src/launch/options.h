@@ -54,11 +54,13 @@ typedef struct sonde_run_opts {
     bool help;           /* -h/--help was given */
     const char *python;  /* --python PATH (the command's only, never handed
                             over); borrowed from argv; NULL if not given */
-    /* What to run: exactly one of script and module after a successful parse
-     * (unless help). argv of the program: prog_argv[0..prog_argc-1] with
-     * prog_argv[0] the script path or the module name. Borrowed. */
+    /* What to run: exactly one of script, module and command after a
+     * successful parse (unless help). argv of the program:
+     * prog_argv[0..prog_argc-1] with prog_argv[0] the script path ("-":
+     * standard input), the module name or the code. Borrowed. */
     const char *script;
     const char *module;
+    const char *command; /* -c CODE */
     char *const *prog_argv;
     int prog_argc;
     int n_option_tokens;                 /* argv tokens that were sonde's options */

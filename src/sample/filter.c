@@ -60,7 +60,9 @@ int sonde_codefilter_add_exclude(sonde_codefilter_t *f, const char *pattern)
 
 bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path)
 {
-    if (sonde_path_is_pseudo(path)) return false;
+    if (sonde_path_is_pseudo(path) &&
+        !(f->program_pseudo && path && strcmp(path, f->program_pseudo) == 0))
+        return false;
     for (int i = 0; i < f->n_exclude; i++)
         if (strstr(path, f->exclude[i])) return false;
     if (f->n_only > 0) {

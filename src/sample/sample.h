@@ -109,6 +109,9 @@ uint32_t sonde_stack_keep_end(sonde_aframe_t *frames, uint32_t read, uint32_t *d
  * any site-packages/dist-packages directory). */
 typedef struct sonde_codefilter {
     bool profile_all;
+    /* static; the pseudo file name of the program's own code ("<string>"
+     * under -c, "<stdin>"), a file like any other; NULL if none */
+    const char *program_pseudo;
     bool site_dirs;      /* any site-packages/dist-packages component is a library */
     char **lib_prefixes; /* owned; directories ending in '/' */
     int n_lib_prefixes;
