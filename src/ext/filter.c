@@ -56,8 +56,9 @@ static int filter_add_module_dir(sonde_filter_t *f, const char *name)
 int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
                           const char *sonde_pkg_dir, const char *program)
 {
+    sonde_filechoice_t choice = {opts->profile_all, opts->profile_only, opts->n_profile_only,
+                                 opts->profile_exclude, opts->n_profile_exclude};
     memset(f, 0, sizeof *f);
-    f->profile_all = opts->profile_all;
     if (program && strcmp(program, "-c") == 0) f->program_pseudo = "<string>";
     if (program && strcmp(program, "-") == 0) f->program_pseudo = "<stdin>";
     int rc = filter_add_module_dir(f, "os");
@@ -74,10 +75,7 @@ int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
             if (sonde_path_is_site_dir(text)) rc = sonde_codefilter_add_lib_dir(f, text);
         }
     }
-    for (int i = 0; rc == 0 && i < opts->n_profile_only; i++)
-        rc = sonde_codefilter_add_only(f, opts->profile_only[i]);
-    for (int i = 0; rc == 0 && i < opts->n_profile_exclude; i++)
-        rc = sonde_codefilter_add_exclude(f, opts->profile_exclude[i]);
+    if (rc == 0) rc = sonde_codefilter_choose(f, &choice);
     if (rc < 0) sonde_filter_free(f);
     return rc;
 }

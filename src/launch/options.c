@@ -293,6 +293,23 @@ static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *v
     return 0;
 }
 
+int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
+                             size_t err_len)
+{
+    const char *value = NULL;
+    int rc;
+    if (strcmp(argv[*i], "--profile-all") == 0) {
+        opts->profile_all = true;
+    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
+        if ((rc = opts_patterns_option(opts, rc, value, true, err, err_len)) < 0) return rc;
+    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
+        if ((rc = opts_patterns_option(opts, rc, value, false, err, err_len)) < 0) return rc;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* Handles one option word at argv[*i] (not "--", not -m, not the program).
  * Returns 0 or -errno with the message in err. */
 static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
@@ -300,13 +317,12 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
 {
     const char *arg = argv[*i];
     const char *value = NULL;
-    int rc;
+    int rc = sonde_run_opts_file_word(opts, argc, argv, i, err, err_len);
+    if (rc != 0) return rc < 0 ? rc : 0;
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
         opts->help = true;
     else if (strcmp(arg, "--virtual-time") == 0)
         opts->virtual_time = true;
-    else if (strcmp(arg, "--profile-all") == 0)
-        opts->profile_all = true;
     else if (strcmp(arg, "--all-lines") == 0)
         opts->all_lines = true;
     else if (strcmp(arg, "--stacks") == 0)
@@ -340,10 +356,6 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
                 err, err_len,
                 "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
                 value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
-        return opts_patterns_option(opts, rc, value, true, err, err_len);
-    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
-        return opts_patterns_option(opts, rc, value, false, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
         if (rc < 0 || !*value) return opts_error(err, err_len, "--output needs a file name");
         opts->outfile = value;

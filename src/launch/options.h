@@ -85,6 +85,16 @@ void sonde_run_opts_free(sonde_run_opts_t *opts);
 int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bool need_program,
                          char *err, size_t err_len);
 
+/* The options that choose the profiled files, shared by `run`, `attach`
+ * and `record` (src/cli/attach_options.c): --profile-all, --profile-only
+ * PAT[,PAT], --profile-exclude PAT[,PAT] at argv[*i], into opts's
+ * profile_all / profile_only / profile_exclude (patterns copied, owned by
+ * opts). Returns 1 when it took the word (*i then at its value's word, if
+ * separate), 0 when argv[*i] is none of them, or -EINVAL / -ENOMEM with a
+ * one-line message in err. */
+int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
+                             size_t err_len);
+
 /* The hand-over of a parsed run to the interpreter (SONDE_RUN_OPTIONS):
  * the options as a sequence of netstrings ("<length>:<bytes>,"), key then
  * value, in this order: interval, virtual_time, profile_all, profile_only

@@ -128,6 +128,21 @@ int sonde_codefilter_add_lib_dir(sonde_codefilter_t *f, const char *dir);
  * or -ENOMEM. */
 int sonde_codefilter_add_only(sonde_codefilter_t *f, const char *pattern);
 int sonde_codefilter_add_exclude(sonde_codefilter_t *f, const char *pattern);
+
+/* The user's choice of files, the same in `run`, `attach` and `record`
+ * (--profile-all, --profile-only PAT, --profile-exclude PAT, parsed by
+ * src/launch/options.c). Patterns borrowed. */
+typedef struct sonde_filechoice {
+    bool profile_all;
+    const char *const *only;
+    int n_only;
+    const char *const *exclude;
+    int n_exclude;
+} sonde_filechoice_t;
+
+/* Applies a choice to the rule (patterns copied; choice NULL: the
+ * default rule). Returns 0 or -ENOMEM. */
+int sonde_codefilter_choose(sonde_codefilter_t *f, const sonde_filechoice_t *choice);
 /* True if time in this file is reported on its own lines. Pure. */
 bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path);
 /* Frees what the filter owns and zeroes it. */
