@@ -2,8 +2,9 @@
 #
 #   make                      build for the python3 on PATH into build/
 #   make PYTHON=/path/python  build for another interpreter
-#   make demo                 build and profile the bundled example (terminal
-#                             report, and build/demo.html)
+#   make demo                 build what the demo needs and profile the bundled
+#                             example (terminal report; its last line names the
+#                             HTML report, build/demo.html)
 #   make test                 build and test against every installed CPython
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
@@ -11,6 +12,8 @@
 #   make fuzz                 build the libFuzzer targets (tests/fuzz/, clang) into
 #                             build/fuzz/ and run each for FUZZ_SECONDS over its corpus
 #   make CC=clang             build with clang; WERROR=1 turns warnings into errors
+#   make V=1                  show each command in full (by default one line per
+#                             step: "CC src/x.c", "LD build/bin/sonde"; none with -s)
 #
 # One build directory serves one interpreter: build/bin/sonde (the command),
 # build/lib/sonde/ (the package with the extension module and _boot/, the
@@ -26,6 +29,21 @@ EXT_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_confi
 
 ifeq ($(PY_EXE),)
 $(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
+endif
+
+# Quiet steps: one line per step ("CC src/x.c") and the command itself
+# hidden, unless V=1 (every command in full); `make -s` prints neither.
+V ?= 0
+ifeq ($(V),1)
+Q    :=
+step :=
+else
+Q    := @
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+step :=
+else
+step = @printf '%-4s %s\n' '$(1)' '$(2)';
+endif
 endif
 
 SONDE_DEBUG ?= 0
@@ -105,7 +123,8 @@ $(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec $(SHIM_NO_LOOP_C
 
 $(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
+	$(call step,CC,$<)
+	$(Q)$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
 
 # Records which interpreter this build directory belongs to; a change of
 # PYTHON rebuilds everything.
@@ -118,37 +137,41 @@ $(BUILD)/compiler: FORCE
 	@echo '$(CC) $(ALLFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS)' > $@
 FORCE:
 
-$(BUILD)/obj/src/cli/%.o: EXTRA_INC = -DSONDE_DEFAULT_PYTHON='"$(PY_EXE)"'
-
 $(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
 
 # --gc-sections: the core parts only the command calls (another process's
 # threads, the process tree) stay out of the module.
 $(EXT_MOD): $(EXT_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
 
 $(SHIM_LIB): $(SHIM_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -shared -Wl,-z,defs -o $@ $^ -ldl -lpthread -lm
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,-z,defs -o $@ $^ -ldl -lpthread -lm
 
 $(BUILD)/lib/sonde/%.py: sonde/%.py
 	@mkdir -p $(dir $@)
-	cp $< $@
+	$(call step,CP,$@)
+	$(Q)cp $< $@
 
 # Copied as a whole, since the HTML writer inlines every .js and .css it
 # finds there; depending on the directory itself catches removed files.
 $(VIEWER_DIR)/.copied: viewer $(VIEWER)
-	rm -rf $(VIEWER_DIR)
-	mkdir -p $(VIEWER_DIR)
-	cp $(VIEWER) $(VIEWER_DIR)/
+	$(call step,CP,$(VIEWER_DIR)/)
+	$(Q)rm -rf $(VIEWER_DIR)
+	$(Q)mkdir -p $(VIEWER_DIR)
+	$(Q)cp $(VIEWER) $(VIEWER_DIR)/
 	@touch $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 # The shim's test calls malloc/free/memcpy for their side effects on the
 # hooks: the compiler must not drop an unused malloc/free pair or merge
 # repeated copies (clang does, at -O2).
@@ -160,17 +183,20 @@ CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options
 CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)
 $(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) $(LDLIBS) $(CMD_LDLIBS)
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) $(LDLIBS) $(CMD_LDLIBS)
 
 # The stand-in NVML of the GPU tests: tests only, never installed.
 $(FAKE_NVML): tests/gpu/fake_nvml.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 # A test tool: prints every thread's Python stack of a live process.
 $(BUILD)/tests/pyread_dump: tests/pyread/pyread_dump.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 
 unit: $(UNIT_BINS)
 
@@ -215,15 +241,25 @@ fuzz-seeds:
 
 $(FUZZ_BINS): $(BUILD)/bin/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -fsanitize=fuzzer -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) \
+	$(call step,LD,$@)
+	$(Q)$(CC) $(ALLFLAGS) -fsanitize=fuzzer -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) \
 	    $(FUZZ_LDFLAGS) $(LDLIBS) $(CMD_LDLIBS)
 
+# What `sonde run` needs (the demo: no unit tests, test tools or shim).
+DEMO_DEPS := $(SONDE_BIN) $(EXT_MOD) $(PY_FILES) $(VIEWER_DIR)/.copied
+
+# Builds what the demo needs, profiles examples/demo.py on the terminal,
+# then writes the same program's HTML report (its output not shown again)
+# and names it on the last line. The demo runs the interpreter it was
+# built for (PYTHON), not whichever python3 comes first on PATH.
 demo:
 	@tools/setup-deps.sh
-	@$(MAKE) --no-print-directory all
-	$(SONDE_BIN) run examples/demo.py
-	@# the same program as an HTML report: $(BUILD)/demo.html
-	$(SONDE_BIN) run --html -o $(BUILD)/demo.html examples/demo.py
+	@$(MAKE) --no-print-directory $(DEMO_DEPS)
+	@echo '$$ $(SONDE_BIN) run examples/demo.py'
+	@SONDE_PYTHON='$(PY_EXE)' $(SONDE_BIN) run examples/demo.py
+	@SONDE_PYTHON='$(PY_EXE)' $(SONDE_BIN) run --html -o $(BUILD)/demo.html examples/demo.py >/dev/null
+	@echo 'demo: the HTML report is $(BUILD)/demo.html (open it in a browser)'
+
 
 test:
 	@tools/setup-deps.sh --test

@@ -40,6 +40,10 @@ typedef struct sonde_attach_opts {
     bool idle;           /* --idle: stacks of threads that are not running too */
     bool gil_only;       /* --gil: only the thread holding the GIL */
     bool subprocesses;   /* --subprocesses: follow child Python processes */
+    /* --profile-all/-only/-exclude, as in `sonde run` (patterns borrowed
+     * from the parsed command line, read when a target opens); zero: the
+     * program's own files */
+    sonde_filechoice_t files;
 } sonde_attach_opts_t;
 
 /* Fills opts with the defaults above. */

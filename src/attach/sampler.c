@@ -94,6 +94,7 @@ static int sampler_open(sonde_attach_t *a, pid_t pid, char *version, size_t vers
     sonde_atarget_t *t = calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
     int rc = sonde_atarget_open(t, pid);
+    if (rc == 0 && sonde_codefilter_choose(&t->filter, &a->opts.files) < 0) rc = -ENOMEM;
     if (rc == -ENOTSUP && version && t->proc.version_major)
         snprintf(version, version_len, "%d.%d.%d", t->proc.version_major, t->proc.version_minor,
                  t->proc.version_micro);

@@ -52,6 +52,11 @@ static const char attach_usage[] =
     "                       running threads, judged from the kernel's thread state\n"
     "  --gil                only the thread holding the GIL\n"
     "  --subprocesses       also sample the Python processes PID starts\n"
+    "  --profile-all        report the lines of every file, the standard library\n"
+    "                       and site-packages included (default: the program's\n"
+    "                       own files), as 'sonde run'\n"
+    "  --profile-only PAT[,PAT]     report only files whose path contains a PAT\n"
+    "  --profile-exclude PAT[,PAT]  do not report files whose path contains a PAT\n"
     "  -h, --help           show this help\n"
     "\n"
     "The text and JSON reports charge time as 'sonde run' does (Python, native and\n"
@@ -69,7 +74,7 @@ static const char record_usage[] =
     "signals sent to sonde alone (kill PID) are passed on to it.\n"
     "\n"
     "options: as 'sonde attach' (--rate, --duration, -o, --format, --threads,\n"
-    "--idle, --gil), plus\n"
+    "--idle, --gil, --profile-all, --profile-only, --profile-exclude), plus\n"
     "  --subprocesses       also sample the Python processes COMMAND starts\n"
     "                       (COMMAND may then be a shell script or a launcher)\n"
     "\n"
@@ -180,17 +185,21 @@ static void record_restore_signals(void)
 
 /* Parses the words after the command name (attach_options.c) and checks
  * that the output can be written. Returns 0, or 2 after printing the
- * error. */
+ * error. On error and for --help, args owns nothing afterwards; otherwise
+ * the caller frees it (sonde_attach_args_free) once sampling is over. */
 static int attach_parse(sonde_attach_mode_t mode, int argc, char **argv, sonde_attach_args_t *args)
 {
     char err[512] = "";
     if (sonde_attach_args_parse(mode, argc, argv, args, err, sizeof err) < 0) {
+        sonde_attach_args_free(args);
         sonde_cli_error("%s", err);
         return 2;
     }
+    if (args->help) sonde_attach_args_free(args);
     if (!args->help && args->outfile) {
         int rc = sonde_check_output(args->outfile);
         if (rc < 0) {
+            sonde_attach_args_free(args);
             sonde_cli_error("cannot write %s: %s", args->outfile, strerror(-rc));
             return 2;
         }
@@ -251,6 +260,7 @@ int sonde_cli_attach(int argc, char **argv)
     if (rc < 0) {
         sonde_attach_cli_open_error(args.pid, rc, a.root_error_version);
         sonde_attach_free(&a);
+        sonde_attach_args_free(&args);
         return 1;
     }
     if (args.opts.duration_sec > 0)
@@ -262,6 +272,7 @@ int sonde_cli_attach(int argc, char **argv)
     attach_install_signals();
     rc = sonde_attach_run(&a, &attach_stop, sonde_attach_cli_progress, NULL);
     attach_restore_signals();
+    sonde_attach_args_free(&args); /* the targets copied the patterns */
     snprintf(what, sizeof what, "pid %d", (int)args.pid);
     if (a.all_exited) {
         sonde_attach_cli_progress_end();
@@ -313,6 +324,7 @@ int sonde_cli_record(int argc, char **argv)
     if (rc < 0) {
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         sonde_cli_error("cannot run '%s': %s", args.command[0], strerror(-rc));
+        sonde_attach_args_free(&args);
         return rc == -ENOENT ? 127 : 126;
     }
     record_install_signals(child);
@@ -323,6 +335,7 @@ int sonde_cli_record(int argc, char **argv)
      * signal is the command's to act on. */
     rc = sonde_attach_add_pending_root(&a, child);
     if (rc == 0) rc = sonde_attach_run(&a, NULL, sonde_attach_cli_progress, NULL);
+    sonde_attach_args_free(&args); /* the targets copied the patterns */
     snprintf(what, sizeof what, "'%s'", args.command[0]);
     int write_rc = 0;
     if (rc < 0) {

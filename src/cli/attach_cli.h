@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include "../attach/attach.h"
+#include "../launch/options.h"
 #include "../report/report.h"
 
 /* ---- the command lines (attach_options.c) ------------------------------- */
@@ -31,14 +32,21 @@ typedef struct sonde_attach_args {
     pid_t pid;                    /* attach, dump */
     char *const *command;         /* record: borrowed from argv, NULL-terminated there */
     bool help;                    /* -h/--help: nothing else is set */
+    /* --profile-all, --profile-only, --profile-exclude, parsed by `run`'s
+     * own code (sonde_run_opts_file_word) into these options, which own the
+     * patterns; opts.files points into them. */
+    sonde_run_opts_t files;
 } sonde_attach_args_t;
 
 /* Parses the words after the command name (argv is not modified; args
  * borrows from it). Pure: checks only the words (the caller checks that
- * the output can be written). Returns 0, or -EINVAL with a one-line
- * message in err (no "sonde: " prefix). */
+ * the output can be written). Returns 0, or -EINVAL (-ENOMEM) with a
+ * one-line message in err (no "sonde: " prefix). Call
+ * sonde_attach_args_free afterwards in every case. */
 int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *argv,
                             sonde_attach_args_t *args, char *err, size_t err_len);
+/* Frees what args owns (the patterns). Idempotent. */
+void sonde_attach_args_free(sonde_attach_args_t *args);
 
 /* ---- output and messages (attach_report.c) --------------------------------- */
 

@@ -63,6 +63,15 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
                      sonde_attach_args_t *args, char *err, size_t err_len)
 {
     const char *w = argv[*i], *eq = NULL, *value = NULL;
+    int taken = sonde_run_opts_file_word(&args->files, argc, argv, i, err, err_len);
+    if (taken < 0) return taken;
+    if (taken > 0) {
+        const sonde_run_opts_t *f = &args->files;
+        sonde_filechoice_t files = {f->profile_all, f->profile_only, f->n_profile_only,
+                                    f->profile_exclude, f->n_profile_exclude};
+        args->opts.files = files;
+        return 0;
+    }
     if (aopts_is(w, "--rate", NULL, "-r", &eq)) {
         if (!(value = aopts_value(argc, argv, i, eq)))
             return sonde_errf(err, err_len, "option %s needs a value", w);
@@ -138,6 +147,12 @@ static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, i
     return 0;
 }
 
+void sonde_attach_args_free(sonde_attach_args_t *args)
+{
+    sonde_run_opts_free(&args->files);
+    memset(&args->opts.files, 0, sizeof args->opts.files);
+}
+
 int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *argv,
                             sonde_attach_args_t *args, char *err, size_t err_len)
 {
@@ -145,6 +160,7 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
     int i = 0;
     memset(args, 0, sizeof *args);
     sonde_attach_opts_default(&args->opts);
+    sonde_run_opts_default(&args->files);
     for (; i < argc; i++) {
         const char *w = argv[i];
         if (strcmp(w, "--") == 0) {

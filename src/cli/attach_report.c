@@ -131,6 +131,7 @@ int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format
         if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;
     }
     int rc = sonde_attach_to_profile(a, NULL, 0, NULL, &prof);
+    prof.profile_all = a->opts.files.profile_all;
     if (rc == 0) rc = sonde_profile_finish(&prof);
     if (rc == 0) {
         fflush(stdout);

@@ -45,8 +45,17 @@ void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * (<prefix>/lib/sonde next to <prefix>/bin/sonde). Returns 0 or -errno. */
 int sonde_cli_pkg_dir(char *buf, size_t len);
 
-/* The interpreter `sonde run` uses: --python, else $SONDE_PYTHON, else the
- * one sonde was built for. */
+/* The interpreter `sonde run` and `sonde trace` start (python.c), as the
+ * user named it: --python, else $SONDE_PYTHON, else "python3". */
 const char *sonde_cli_python(void);
+/* Records --python PATH (the global option, or `run`'s); NULL or "" is
+ * ignored. */
+void sonde_cli_choose_python(const char *path);
+/* The interpreter to start: sonde_cli_python() searched on PATH as the
+ * shell would (when it has no '/'), checked against the extension modules
+ * in pkg_dir (a version this sonde has no build for is refused, naming
+ * the command that builds one). Returns 0 with its path in path, or
+ * -errno with a one-line message in err (no "sonde: " prefix). */
+int sonde_cli_find_python(const char *pkg_dir, char *path, size_t len, char *err, size_t err_len);
 
 #endif

@@ -16,10 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef SONDE_DEFAULT_PYTHON
-#define SONDE_DEFAULT_PYTHON "python3"
-#endif
-
 static const char main_usage[] =
     "usage: sonde <command> [options] ...\n"
     "\n"
@@ -45,7 +41,7 @@ static const char main_usage[] =
     "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
     "  --version      show the version\n"
     "  --python PATH  the interpreter 'run' and 'trace' start (default: $SONDE_PYTHON,\n"
-    "                 else the one sonde was built for)\n"
+    "                 else python3 as found on PATH, so an activated venv's)\n"
     "\n"
     "The same commands are available as `python3 -m sonde ...`, which runs this\n"
     "command with --python set to that python3.\n";
@@ -80,7 +76,7 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
 int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
                      const char *options, bool preload_shim)
 {
-    char err[512] = "", pkg_dir[4096], probe[4200];
+    char err[512] = "", pkg_dir[4096], probe[4200], python[4096];
     if (sonde_launch_check(prog, outfile, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
         return 2;
@@ -95,20 +91,13 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
         sonde_cli_error("the sonde package is missing from %s; run 'make' first", pkg_dir);
         return 2;
     }
-    sonde_launch_exec(sonde_cli_python(), pkg_dir, mode, prog, options, preload_shim, err,
-                      sizeof err);
+    if (sonde_cli_find_python(pkg_dir, python, sizeof python, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return 2;
+    }
+    sonde_launch_exec(python, pkg_dir, mode, prog, options, preload_shim, err, sizeof err);
     sonde_cli_error("%s", err);
     return 127;
-}
-
-/* The interpreter given with --python; NULL when none. */
-static const char *main_python;
-
-const char *sonde_cli_python(void)
-{
-    if (main_python) return main_python;
-    const char *env = getenv("SONDE_PYTHON");
-    return env && *env ? env : SONDE_DEFAULT_PYTHON;
 }
 
 /* Takes a leading "--python PATH" or "--python=PATH" off the command line
@@ -118,21 +107,23 @@ static int main_take_python(int argc, char **argv)
 {
     if (argc < 2) return 0;
     const char *word = argv[1];
+    const char *python = NULL;
     if (strncmp(word, "--python=", 9) == 0) {
-        main_python = word + 9;
+        python = word + 9;
     } else if (strcmp(word, "--python") == 0) {
         if (argc < 3) {
             sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
             return -1;
         }
-        main_python = argv[2];
+        python = argv[2];
     } else {
         return 0;
     }
-    if (!*main_python) {
+    if (!*python) {
         sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
         return -1;
     }
+    sonde_cli_choose_python(python);
     return word[8] == '=' ? 1 : 2;
 }
 

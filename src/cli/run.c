@@ -37,7 +37,8 @@ int sonde_cli_run(int argc, char **argv)
         sonde_cli_error("out of memory");
         goto done;
     }
-    sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
+    sonde_cli_choose_python(opts.python);
+    sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc, opts.command};
     status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory);
 done:
     sonde_buf_free(&encoded);

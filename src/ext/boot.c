@@ -250,7 +250,9 @@ int sonde_boot_gil(void)
     boot_restore_sys_path(boot_paths);
     bool chained = boot_chain_sitecustomize();
 
-    if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
+    bool is_file = strncmp(program, "-m ", 3) != 0 && strcmp(program, "-c") != 0 &&
+                   strcmp(program, "-") != 0; /* not -m, -c or standard input */
+    if (is_file) boot_check_syntax(program);
     char err[512] = "";
     if (strcmp(mode, "trace") == 0) {
         int n_tokens = 0;

@@ -28,9 +28,12 @@
 typedef sonde_codefilter_t sonde_filter_t;
 
 /* Builds the filter from options and the running interpreter (standard
- * library, site-packages, sonde's own package). Returns 0 or -ENOMEM. */
+ * library, site-packages, sonde's own package). program is how the
+ * program was started (sys.argv[0], or SONDE_RUN_PROGRAM): "-c" makes
+ * "<string>" a profiled file, "-" (a script read from standard input)
+ * "<stdin>". Returns 0 or -ENOMEM. */
 int sonde_filter_init_gil(sonde_filter_t *filter, const sonde_run_opts_t *opts,
-                          const char *sonde_pkg_dir);
+                          const char *sonde_pkg_dir, const char *program);
 void sonde_filter_free(sonde_filter_t *filter);
 
 /* ---- the sampler thread (sampler.c) --------------------------------------- */

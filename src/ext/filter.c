@@ -8,7 +8,9 @@
  * callback ask) lives in the sampling core, shared with the attach reader.
  * By default a file is profiled unless it lies in the standard library,
  * a site-packages/dist-packages directory or sonde itself, or is not a
- * real file ("<frozen ...>", "<string>"); --profile-only replaces that rule
+ * real file ("<frozen ...>", "<string>"; but the code of `-c CODE` is
+ * "<string>" and a script read from standard input "<stdin>": the
+ * program's own, so that name is profiled); --profile-only replaces that rule
  * by "the path contains one of the patterns"; --profile-exclude removes
  * files whose path contains a pattern; --profile-all profiles everything
  * that is a real file.
@@ -52,10 +54,13 @@ static int filter_add_module_dir(sonde_filter_t *f, const char *name)
 }
 
 int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
-                          const char *sonde_pkg_dir)
+                          const char *sonde_pkg_dir, const char *program)
 {
+    sonde_filechoice_t choice = {opts->profile_all, opts->profile_only, opts->n_profile_only,
+                                 opts->profile_exclude, opts->n_profile_exclude};
     memset(f, 0, sizeof *f);
-    f->profile_all = opts->profile_all;
+    if (program && strcmp(program, "-c") == 0) f->program_pseudo = "<string>";
+    if (program && strcmp(program, "-") == 0) f->program_pseudo = "<stdin>";
     int rc = filter_add_module_dir(f, "os");
     if (rc == 0) rc = sonde_codefilter_add_lib_dir(f, sonde_pkg_dir);
     PyObject *path = PySys_GetObject("path"); /* borrowed */
@@ -70,10 +75,7 @@ int sonde_filter_init_gil(sonde_filter_t *f, const sonde_run_opts_t *opts,
             if (sonde_path_is_site_dir(text)) rc = sonde_codefilter_add_lib_dir(f, text);
         }
     }
-    for (int i = 0; rc == 0 && i < opts->n_profile_only; i++)
-        rc = sonde_codefilter_add_only(f, opts->profile_only[i]);
-    for (int i = 0; rc == 0 && i < opts->n_profile_exclude; i++)
-        rc = sonde_codefilter_add_exclude(f, opts->profile_exclude[i]);
+    if (rc == 0) rc = sonde_codefilter_choose(f, &choice);
     if (rc < 0) sonde_filter_free(f);
     return rc;
 }

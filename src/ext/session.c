@@ -43,6 +43,11 @@ typedef struct sonde_session {
                               program's, and sonde writes nothing there */
     bool sigterm_installed;
     struct sigaction old_sigterm;
+    /* How the program ended, when seen (atexit: an uncaught exception;
+     * os._exit(n)); the empty report says the program failed. */
+    bool exit_known;
+    int exit_status;
+    char exit_exception[64]; /* the exception's type name; "" none */
 } sonde_session_t;
 
 static sonde_session_t session;
@@ -73,6 +78,8 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
+    prof.profile_all = s->opts.profile_all;
+    if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
     /* The terminal decides colour and width only when the report goes to
      * stderr; a file gets the defaults. */
     sonde_report_ctx_t ctx;
@@ -153,8 +160,25 @@ static void session_remove_sigterm(sonde_session_t *s)
 
 /* ---- atexit ------------------------------------------------------------------------ */
 
+/* At exit (GIL held): an exception the interpreter's top level printed
+ * (sys.last_exc on 3.12+, sys.last_type before) ended the program with
+ * exit status 1, or by SIGINT for KeyboardInterrupt. A clean exit or
+ * sys.exit(n) leaves no trace here: the exit stays unknown. */
+static void session_note_exit_gil(sonde_session_t *s)
+{
+    PyObject *type = PySys_GetObject("last_exc"); /* borrowed; NULL without error */
+    type = type && type != Py_None ? (PyObject *)Py_TYPE(type) : PySys_GetObject("last_type");
+    if (!type || !PyType_Check(type)) return;
+    const char *name = ((PyTypeObject *)type)->tp_name;
+    const char *dot = strrchr(name, '.');
+    s->exit_known = true;
+    s->exit_status = PyErr_GivenExceptionMatches(type, PyExc_KeyboardInterrupt) ? 128 + SIGINT : 1;
+    snprintf(s->exit_exception, sizeof s->exit_exception, "%s", dot ? dot + 1 : name);
+}
+
 static PyObject *session_atexit(PyObject *self, PyObject *unused)
 {
+    if (session.active && session.pid == getpid()) session_note_exit_gil(&session);
     if (session.active && session.pid == getpid() && sonde_session_stop_gil() < 0) {
         /* the report could not be written; say so, never raise at exit */
         PyErr_Clear();
@@ -262,6 +286,19 @@ static int session_stop(bool flush_streams);
 
 static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    PyObject *status = PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 && !kwargs
+                           ? PyTuple_GET_ITEM(args, 0)
+                           : NULL; /* borrowed */
+    if (session.active && session.pid == getpid() && status && PyLong_Check(status)) {
+        long value = PyLong_AsLong(status);
+        if (value == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        else {
+            session.exit_known = true;
+            session.exit_status = (int)(value & 0xff);
+            session.exit_exception[0] = 0;
+        }
+    }
     if (session.active && session.pid == getpid() && session_stop(false) < 0) PyErr_Clear();
     return PyObject_Call(session_real_os_exit, args, kwargs);
 }
@@ -380,6 +417,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->pid = getpid();
     s->stderr_open = sonde_prim_fd_is_open(STDERR_FILENO);
     atomic_store(&s->reported, 0);
+    s->exit_known = false;
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];
     if (!(s->program = strdup(program ? program : ""))) goto nomem;
@@ -404,7 +442,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     if (!(s->viewer_dir = malloc(viewer_len))) goto nomem;
     snprintf(s->viewer_dir, viewer_len, "%s/viewer", sonde_ext_pkg_dir);
 
-    if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir)) < 0) goto nomem;
+    if ((rc = sonde_filter_init_gil(&s->filter, opts, sonde_ext_pkg_dir, s->program)) < 0)
+        goto nomem;
     memset(&s->sampler, 0, sizeof s->sampler);
     s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
     s->sampler.virtual_time = opts->virtual_time;

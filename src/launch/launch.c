@@ -17,7 +17,7 @@
 
 int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err, size_t err_len)
 {
-    if (prog->script) {
+    if (prog->script && strcmp(prog->script, "-") != 0) {
         struct stat st;
         if (stat(prog->script, &st) != 0) {
             int e = errno;
@@ -115,6 +115,8 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
     sonde_buf_printf(&paths, "%s/_boot", pkg_dir);
     if (prog->module)
         sonde_buf_printf(&program, "-m %s", prog->module);
+    else if (prog->command)
+        sonde_buf_puts(&program, "-c");
     else
         sonde_buf_puts(&program, prog->script ? prog->script : "");
     const char *orig = getenv("PYTHONPATH");
@@ -141,7 +143,9 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
 
     if (preload_shim && (rc = launch_preload_shim(pkg_dir, err, err_len)) < 0) goto error;
 
-    int n = prog->module ? prog->argc + 2 : prog->argc + 1;
+    /* -m MODULE / -c CODE, then the arguments after argv[0] */
+    const char *flag = prog->module ? "-m" : prog->command ? "-c" : NULL;
+    int n = flag ? prog->argc + 2 : prog->argc + 1;
     argv = calloc((size_t)n + 1, sizeof *argv);
     if (!argv) {
         rc = -ENOMEM;
@@ -150,9 +154,9 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
     }
     int k = 0;
     argv[k++] = (char *)python;
-    if (prog->module) {
-        argv[k++] = "-m";
-        argv[k++] = (char *)prog->module;
+    if (flag) {
+        argv[k++] = (char *)flag;
+        argv[k++] = (char *)(prog->module ? prog->module : prog->command);
         for (int i = 1; i < prog->argc; i++)
             argv[k++] = prog->argv[i];
     } else {

@@ -21,19 +21,20 @@
 #define SONDE_ENV_BOOT_PATHS "SONDE_BOOT_PATHS" /* entries we put on PYTHONPATH, ':'-separated */
 #define SONDE_ENV_PYTHONPATH "SONDE_ORIG_PYTHONPATH" /* the user's PYTHONPATH */
 #define SONDE_ENV_HAD_PYPATH "SONDE_HAD_PYTHONPATH"  /* "1" if PYTHONPATH was set */
-#define SONDE_ENV_PROGRAM "SONDE_RUN_PROGRAM"        /* script path, or "-m module" */
+#define SONDE_ENV_PROGRAM "SONDE_RUN_PROGRAM"        /* script ("-": stdin), "-m mod", "-c" */
 #define SONDE_ENV_MODE "SONDE_RUN_MODE"              /* "run" or "trace" */
 #define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD" /* "1" if LD_PRELOAD was set (--memory) */
 #define SONDE_ENV_PRELOAD "SONDE_ORIG_LD_PRELOAD"    /* the user's LD_PRELOAD (--memory) */
 #define SONDE_SHIM_NAME "libsonde_shim.so"           /* the allocator shim, in the package */
 
-/* What to run: a script or a module, and its arguments. */
+/* What to run: a script, a module or code (-c), and its arguments. */
 typedef struct sonde_program {
-    const char *script; /* path, or NULL */
+    const char *script; /* path ("-": standard input, as python3 reads it), or NULL */
     const char *module; /* module name, or NULL */
     char *const *argv;  /* the program's argv; argv[0] is the script or (for a
-                           module) ignored */
+                           module or code) ignored */
     int argc;
+    const char *command; /* the code of `-c CODE`, or NULL */
 } sonde_program_t;
 
 /* Checks what can be checked before starting the program: the script

@@ -28,6 +28,8 @@ struct sonde_run_opts_string {
 const char sonde_run_usage[] =
     "usage: sonde run [options] script.py [args ...]\n"
     "       sonde run [options] -m module [args ...]\n"
+    "       sonde run [options] -c code [args ...]\n"
+    "       sonde run [options] - [args ...] < script.py\n"
     "\n"
     "Runs a Python program exactly as `python3 script.py args` would, samples\n"
     "where its time goes, and prints a line-level report when it exits.\n"
@@ -37,6 +39,13 @@ const char sonde_run_usage[] =
     "\n"
     "options:\n"
     "  -m MODULE                  run a module, as `python3 -m MODULE`\n"
+    "  -c CODE                    run CODE, as `python3 -c CODE` (its lines are\n"
+    "                             reported as those of the file <string>; a\n"
+    "                             script read from standard input with `-`, as\n"
+    "                             those of <stdin>)\n"
+    "  --python PATH              the interpreter to run (default: $SONDE_PYTHON,\n"
+    "                             else python3 as found on PATH, so an\n"
+    "                             activated virtual environment's)\n"
     "  --interval SEC             sampling interval in seconds (default 0.01)\n"
     "  --virtual-time             sample CPU time only (no system time)\n"
     "  --profile-all              also profile the standard library and\n"
@@ -249,6 +258,7 @@ static const char *const opts_only[] = {"--profile-only", NULL};
 static const char *const opts_exclude[] = {"--profile-exclude", NULL};
 static const char *const opts_format[] = {"--format", NULL};
 static const char *const opts_output[] = {"--output", "--outfile", NULL};
+static const char *const opts_python[] = {"--python", NULL};
 
 /* --profile-only / --profile-exclude with its value (found: opts_valued's
  * result). Returns 0 or -errno with the message in err. */
@@ -269,6 +279,23 @@ static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *v
     return 0;
 }
 
+int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
+                             size_t err_len)
+{
+    const char *value = NULL;
+    int rc;
+    if (strcmp(argv[*i], "--profile-all") == 0) {
+        opts->profile_all = true;
+    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
+        if ((rc = opts_patterns_option(opts, rc, value, true, err, err_len)) < 0) return rc;
+    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
+        if ((rc = opts_patterns_option(opts, rc, value, false, err, err_len)) < 0) return rc;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* Handles one option word at argv[*i] (not "--", not -m, not the program).
  * Returns 0 or -errno with the message in err. */
 static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
@@ -276,13 +303,12 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
 {
     const char *arg = argv[*i];
     const char *value = NULL;
-    int rc;
+    int rc = sonde_run_opts_file_word(opts, argc, argv, i, err, err_len);
+    if (rc != 0) return rc < 0 ? rc : 0;
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
         opts->help = true;
     else if (strcmp(arg, "--virtual-time") == 0)
         opts->virtual_time = true;
-    else if (strcmp(arg, "--profile-all") == 0)
-        opts->profile_all = true;
     else if (strcmp(arg, "--all-lines") == 0)
         opts->all_lines = true;
     else if (strcmp(arg, "--stacks") == 0)
@@ -316,10 +342,6 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
                 err, err_len,
                 "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
                 value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
-        return opts_patterns_option(opts, rc, value, true, err, err_len);
-    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
-        return opts_patterns_option(opts, rc, value, false, err, err_len);
     } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
         if (rc < 0 || !*value) return sonde_errf(err, err_len, "--output needs a file name");
         opts->outfile = value;
@@ -341,16 +363,28 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
             break;
         }
         if (arg[0] != '-' || arg[1] == 0) break; /* the script */
-        if (strncmp(arg, "-m", 2) == 0) {
+        const char *python = NULL;
+        int found = need_program ? opts_valued(argc, argv, &i, opts_python, NULL, &python) : 0;
+        if (found < 0 || (found > 0 && !*python))
+            return sonde_errf(err, err_len, "--python needs a path to an interpreter");
+        if (found > 0) {
+            opts->python = python;
+            continue;
+        }
+        if (strncmp(arg, "-m", 2) == 0 || strncmp(arg, "-c", 2) == 0) {
             if (!need_program) return sonde_errf(err, err_len, "unexpected option '%s'", arg);
+            bool module = arg[1] == 'm';
+            const char *value = arg + 2;
             opts->n_option_tokens = i;
-            if (arg[2]) {
-                opts->module = arg + 2;
-            } else {
-                if (i + 1 >= argc) return sonde_errf(err, err_len, "option -m needs a module name");
-                opts->module = argv[++i];
+            if (!*value) {
+                if (i + 1 >= argc)
+                    return sonde_errf(err, err_len, "option %.2s needs %s", arg,
+                                      module ? "a module name" : "the code to run");
+                value = argv[++i];
             }
-            /* prog_argv[0] is the module name; the rest are its arguments */
+            *(module ? &opts->module : &opts->command) = value;
+            /* prog_argv[0] is the module name (the code); the rest are its
+             * arguments */
             opts->prog_argv = argv + i;
             opts->prog_argc = argc - i;
             opts_settle_format(opts);

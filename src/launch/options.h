@@ -52,11 +52,15 @@ typedef struct sonde_run_opts {
     const char *outfile; /* -o/--output (alias --outfile), borrowed from
                                      argv or owned; NULL = stderr */
     bool help;           /* -h/--help was given */
-    /* What to run: exactly one of script and module after a successful parse
-     * (unless help). argv of the program: prog_argv[0..prog_argc-1] with
-     * prog_argv[0] the script path or the module name. Borrowed. */
+    const char *python;  /* --python PATH (the command's only, never handed
+                            over); borrowed from argv; NULL if not given */
+    /* What to run: exactly one of script, module and command after a
+     * successful parse (unless help). argv of the program:
+     * prog_argv[0..prog_argc-1] with prog_argv[0] the script path ("-":
+     * standard input), the module name or the code. Borrowed. */
     const char *script;
     const char *module;
+    const char *command; /* -c CODE */
     char *const *prog_argv;
     int prog_argc;
     int n_option_tokens;                 /* argv tokens that were sonde's options */
@@ -80,6 +84,16 @@ void sonde_run_opts_free(sonde_run_opts_t *opts);
  * in every case. */
 int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bool need_program,
                          char *err, size_t err_len);
+
+/* The options that choose the profiled files, shared by `run`, `attach`
+ * and `record` (src/cli/attach_options.c): --profile-all, --profile-only
+ * PAT[,PAT], --profile-exclude PAT[,PAT] at argv[*i], into opts's
+ * profile_all / profile_only / profile_exclude (patterns copied, owned by
+ * opts). Returns 1 when it took the word (*i then at its value's word, if
+ * separate), 0 when argv[*i] is none of them, or -EINVAL / -ENOMEM with a
+ * one-line message in err. */
+int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
+                             size_t err_len);
 
 /* The hand-over of a parsed run to the interpreter (SONDE_RUN_OPTIONS):
  * the options as a sequence of netstrings ("<length>:<bytes>,"), key then

@@ -15,6 +15,7 @@
 
 #include "model_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,13 @@ static size_t model_find_func(const sonde_file_stats_t *file, int firstlineno, c
 void sonde_profile_init(sonde_profile_t *prof)
 {
     memset(prof, 0, sizeof *prof);
+}
+
+void sonde_profile_set_exit(sonde_profile_t *prof, int status, const char *exception)
+{
+    prof->exit_known = true;
+    prof->exit_status = status;
+    snprintf(prof->exit_exception, sizeof prof->exit_exception, "%s", exception ? exception : "");
 }
 
 void sonde_partial_add(sonde_partial_t *dst, const sonde_partial_t *src)

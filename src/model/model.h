@@ -125,8 +125,16 @@ typedef struct sonde_profile {
     bool virtual_time;          /* only CPU time was sampled */
     uint64_t samples;           /* sampler ticks taken */
     sonde_ns_t unattributed_ns; /* time with no profiled frame on the stack */
-    sonde_partial_t partial;    /* what the profile misses; zeros when complete */
-    sonde_file_stats_t *files;  /* owned; sorted by path after finish */
+    bool profile_all;           /* every real file was profiled (--profile-all):
+                                   no option shows the time outside */
+    /* How the program ended, when the profiler saw it
+     * (sonde_profile_set_exit): its exit status and the type name of the
+     * uncaught exception that ended it ("ModuleNotFoundError"; "" none). */
+    bool exit_known;
+    int exit_status;
+    char exit_exception[64];
+    sonde_partial_t partial;   /* what the profile misses; zeros when complete */
+    sonde_file_stats_t *files; /* owned; sorted by path after finish */
     size_t n_files, cap_files;
     sonde_ns_t total_ns; /* sum over all files */
 
@@ -183,6 +191,11 @@ void sonde_profile_free(sonde_profile_t *prof);
  * argc > 0) or -ENOMEM (the profile is unchanged on error). */
 int sonde_profile_set_run(sonde_profile_t *prof, const char *program, int argc,
                           const char *const *argv, const char *python_version);
+
+/* Records how the program ended: its exit status and, when an uncaught
+ * exception ended it, the exception's type name (NULL or "": none; cut to
+ * fit). The text report says so when there are no samples. */
+void sonde_profile_set_exit(sonde_profile_t *prof, int status, const char *exception);
 
 /* Adds time to a line of a file and to its enclosing function (func_name,
  * func_firstlineno; func_name may be NULL for module-level code, which is

@@ -22,7 +22,10 @@ typedef struct sonde_text_opts {
 void sonde_text_opts_default(sonde_text_opts_t *opts);
 
 /* Terminal report. Appends to out. Returns 0 or -ENOMEM. An empty profile
- * (total_ns 0) gives one line, "sonde: no samples: ...". opts NULL means
+ * (total_ns 0) gives a line or two "sonde: no samples...": the program
+ * failed (when the profile knows its exit), how much time was outside the
+ * profiled files and which option shows it, or else that the program ran
+ * for less than one sampling interval. opts NULL means
  * the defaults; width is clamped to 40..1000 columns. */
 int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts, sonde_buf_t *out);
 

@@ -34,9 +34,12 @@
 #define TEXT_SPARK_TITLE "timeline"
 #define TEXT_RUN_SPARK_W 30 /* the program's footprint in the header */
 
-#define TEXT_NO_SAMPLES                                                                            \
-    "sonde: no samples: the program ran for less than one sampling interval or "                   \
-    "outside profiled files\n"
+#define TEXT_NO_SAMPLES "sonde: no samples: the program ran for less than one sampling interval\n"
+/* Where time outside the profiled files shows, named when it is most of
+ * the time (at least this share) or all of it. */
+#define TEXT_OUTSIDE_HINT_PERCENT 50.0
+#define TEXT_OUTSIDE_HINT                                                                          \
+    "see it with --profile-all (every file) or --profile-only PAT (files whose path contains PAT)"
 
 void sonde_text_opts_default(sonde_text_opts_t *opts)
 {
@@ -388,10 +391,15 @@ static void text_header(text_ctx_t *ctx)
     }
     text_end_line(ctx);
     if (prof->unattributed_ns) {
-        sonde__tline_printf(
-            tl, "%.1f%% of the sampled time was outside profiled files (not shown)",
-            sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns));
+        double outside =
+            sonde__percent(prof->unattributed_ns, prof->total_ns + prof->unattributed_ns);
+        sonde__tline_printf(tl, "%.1f%% of the sampled time was outside profiled files (not shown)",
+                            outside);
         text_end_line(ctx);
+        if (!prof->profile_all && outside >= TEXT_OUTSIDE_HINT_PERCENT) {
+            sonde__tline_text(tl, "  " TEXT_OUTSIDE_HINT);
+            text_end_line(ctx);
+        }
     }
     if (sonde_partial_any(&prof->partial)) text_partial(ctx);
     if (prof->has_memory) text_memory_header(ctx);
@@ -616,6 +624,29 @@ static void text_leaks(text_ctx_t *ctx)
 
 /* ---- the report --------------------------------------------------------- */
 
+/* The report of a profile with no time on a profiled line: why, in one
+ * line. A program that failed says so (with its exit status; time it spent
+ * outside the profiled files, starting or printing its traceback, is no
+ * news then); else time sampled outside the profiled files says how much,
+ * and which option shows it. */
+static void text_empty(const sonde_profile_t *prof, sonde_buf_t *out)
+{
+    bool failed = prof->exit_known && (prof->exit_status != 0 || prof->exit_exception[0]);
+    if (failed)
+        sonde_buf_printf(out,
+                         "sonde: no samples: the program failed (%s%sexit status %d) after %.3f s, "
+                         "before sonde sampled any of its lines\n",
+                         prof->exit_exception, prof->exit_exception[0] ? ", " : "",
+                         prof->exit_status, prof->elapsed_sec);
+    else if (prof->unattributed_ns)
+        sonde_buf_printf(out,
+                         "sonde: no samples in profiled files: all %.3f s sampled fell outside "
+                         "them (the standard library, site-packages, code with no file)%s%s\n",
+                         (double)prof->unattributed_ns / SONDE_NS_PER_SEC,
+                         prof->profile_all ? "" : "; ", prof->profile_all ? "" : TEXT_OUTSIDE_HINT);
+    if (!failed && !prof->unattributed_ns) sonde_buf_puts(out, TEXT_NO_SAMPLES);
+}
+
 int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts, sonde_buf_t *out)
 {
     sonde_text_opts_t defaults;
@@ -625,7 +656,7 @@ int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts
     sonde_text_opts_default(&defaults);
     if (!opts) opts = &defaults;
     if (prof->total_ns == 0) {
-        sonde_buf_puts(out, TEXT_NO_SAMPLES);
+        text_empty(prof, out);
         return sonde_buf_error(out);
     }
 

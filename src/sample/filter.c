@@ -58,9 +58,23 @@ int sonde_codefilter_add_exclude(sonde_codefilter_t *f, const char *pattern)
     return copy ? filter_push(&f->exclude, &f->n_exclude, copy) : -ENOMEM;
 }
 
+int sonde_codefilter_choose(sonde_codefilter_t *f, const sonde_filechoice_t *choice)
+{
+    int rc = 0;
+    if (!choice) return 0;
+    f->profile_all = choice->profile_all;
+    for (int i = 0; rc == 0 && i < choice->n_only; i++)
+        rc = sonde_codefilter_add_only(f, choice->only[i]);
+    for (int i = 0; rc == 0 && i < choice->n_exclude; i++)
+        rc = sonde_codefilter_add_exclude(f, choice->exclude[i]);
+    return rc;
+}
+
 bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path)
 {
-    if (sonde_path_is_pseudo(path)) return false;
+    if (sonde_path_is_pseudo(path) &&
+        !(f->program_pseudo && path && strcmp(path, f->program_pseudo) == 0))
+        return false;
     for (int i = 0; i < f->n_exclude; i++)
         if (strstr(path, f->exclude[i])) return false;
     if (f->n_only > 0) {

@@ -109,6 +109,9 @@ uint32_t sonde_stack_keep_end(sonde_aframe_t *frames, uint32_t read, uint32_t *d
  * any site-packages/dist-packages directory). */
 typedef struct sonde_codefilter {
     bool profile_all;
+    /* static; the pseudo file name of the program's own code ("<string>"
+     * under -c, "<stdin>"), a file like any other; NULL if none */
+    const char *program_pseudo;
     bool site_dirs;      /* any site-packages/dist-packages component is a library */
     char **lib_prefixes; /* owned; directories ending in '/' */
     int n_lib_prefixes;
@@ -125,6 +128,21 @@ int sonde_codefilter_add_lib_dir(sonde_codefilter_t *f, const char *dir);
  * or -ENOMEM. */
 int sonde_codefilter_add_only(sonde_codefilter_t *f, const char *pattern);
 int sonde_codefilter_add_exclude(sonde_codefilter_t *f, const char *pattern);
+
+/* The user's choice of files, the same in `run`, `attach` and `record`
+ * (--profile-all, --profile-only PAT, --profile-exclude PAT, parsed by
+ * src/launch/options.c). Patterns borrowed. */
+typedef struct sonde_filechoice {
+    bool profile_all;
+    const char *const *only;
+    int n_only;
+    const char *const *exclude;
+    int n_exclude;
+} sonde_filechoice_t;
+
+/* Applies a choice to the rule (patterns copied; choice NULL: the
+ * default rule). Returns 0 or -ENOMEM. */
+int sonde_codefilter_choose(sonde_codefilter_t *f, const sonde_filechoice_t *choice);
 /* True if time in this file is reported on its own lines. Pure. */
 bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path);
 /* Frees what the filter owns and zeroes it. */

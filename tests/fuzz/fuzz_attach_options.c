@@ -33,10 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_assert(rc == -EINVAL, "unexpected error %d", rc);
         fuzz_assert(err[0] && (!strchr(err, '\n') || words_newline),
                     "an error without a one-line message: %s", err);
+        sonde_attach_args_free(&args);
         free(argv);
         return 0;
     }
     if (args.help) {
+        sonde_attach_args_free(&args);
         free(argv);
         return 0;
     }
@@ -55,6 +57,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         fuzz_assert(args.pid > 0 && args.pid <= (1 << 22), "pid %d", (int)args.pid);
     }
+    fuzz_assert(args.opts.files.n_only == args.files.n_profile_only &&
+                    args.opts.files.n_exclude == args.files.n_profile_exclude &&
+                    args.files.n_profile_only <= SONDE_MAX_PATTERNS &&
+                    args.files.n_profile_exclude <= SONDE_MAX_PATTERNS,
+                "the file choice does not match the parsed patterns");
+    sonde_attach_args_free(&args);
     free(argv);
     return 0;
 }

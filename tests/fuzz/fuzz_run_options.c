@@ -63,7 +63,8 @@ static void fuzz_parse(char **argv, int argc, bool need_program)
         fuzz_assert(opts.profile_only[k][0] && !strchr(opts.profile_only[k], ','),
                     "an empty pattern or one with a comma");
     if (need_program && !opts.help) {
-        fuzz_assert((opts.script != NULL) != (opts.module != NULL), "not exactly one program");
+        fuzz_assert((opts.script != NULL) + (opts.module != NULL) + (opts.command != NULL) == 1,
+                    "not exactly one program (script, -m or -c)");
         fuzz_assert(opts.prog_argc >= 1 && opts.prog_argv >= argv &&
                         opts.prog_argv + opts.prog_argc == argv + argc,
                     "the program's arguments are not the last words");

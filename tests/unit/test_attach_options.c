@@ -172,9 +172,46 @@ static void test_input_untouched(void)
           "aopts_input_untouched", "rc %d err %s", rc, err);
 }
 
+/* --profile-all, --profile-only, --profile-exclude: run's own parser, with
+ * run's meaning and messages. */
+static void test_file_options(void)
+{
+    sonde_attach_args_t a;
+    sonde_run_opts_t run;
+    char err[512], run_err[512];
+    int rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "--profile-only=mypkg,,lib",
+                   "42", "--profile-exclude", "tests/", "--profile-all");
+    check(rc == 0 && a.pid == 42 && a.opts.files.profile_all && a.opts.files.n_only == 2 &&
+              strcmp(a.opts.files.only[0], "mypkg") == 0 &&
+              strcmp(a.opts.files.only[1], "lib") == 0 && a.opts.files.n_exclude == 1 &&
+              strcmp(a.opts.files.exclude[0], "tests/") == 0,
+          "aopts_file_options", "rc %d err %s", rc, err);
+    sonde_attach_args_free(&a);
+    check(a.opts.files.n_only == 0 && a.files.owned == NULL, "aopts_file_options_freed",
+          "still owns patterns");
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 3, "--profile-only", "x", "python3");
+    check(rc == 0 && a.opts.files.n_only == 1 && !a.opts.files.profile_all &&
+              strcmp(a.command[0], "python3") == 0,
+          "aopts_record_file_options", "rc %d err %s", rc, err);
+    sonde_attach_args_free(&a);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "42", "--profile-only=,");
+    sonde_attach_args_free(&a);
+    char *run_words[] = {"--profile-only=,", "app.py"};
+    sonde_run_opts_default(&run);
+    int run_rc = sonde_run_opts_parse(&run, 2, run_words, true, run_err, sizeof run_err);
+    sonde_run_opts_free(&run);
+    check(rc == -EINVAL && run_rc == -EINVAL && strcmp(err, run_err) == 0,
+          "aopts_file_options_errors_as_run", "attach: %s; run: %s", err, run_err);
+    rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 2, "--profile-all", "42");
+    check(rc == -EINVAL && strstr(err, "unknown option '--profile-all' for dump"),
+          "aopts_dump_no_file_options", "rc %d err %s", rc, err);
+    sonde_attach_args_free(&a);
+}
+
 int main(void)
 {
     test_attach_spellings();
+    test_file_options();
     test_attach_errors();
     test_record_and_dump();
     test_input_untouched();

@@ -641,10 +641,47 @@ static void test_empty(void)
     prof.samples = 0;
     sonde_profile_finish(&prof);
     char *text = render(&prof, 100, 1.0, false, true);
-    check(strcmp(text, "sonde: no samples: the program ran for less than one sampling interval "
-                       "or outside profiled files\n") == 0,
+    check(strcmp(text, "sonde: no samples: the program ran for less than one sampling "
+                       "interval\n") == 0,
           "text_empty_profile_one_line", "got: %s", text);
     free(text);
+
+    /* A program that failed says so, with its exit status; a clean exit
+     * keeps the line above. */
+    sonde_profile_set_exit(&prof, 0, NULL);
+    text = render(&prof, 100, 1.0, false, false);
+    check(strstr(text, "less than one sampling interval") && !strstr(text, "failed"),
+          "text_empty_clean_exit", "got: %s", text);
+    free(text);
+    sonde_profile_set_exit(&prof, 1, "ModuleNotFoundError");
+    prof.elapsed_sec = 0.004;
+    text = render(&prof, 100, 1.0, false, false);
+    check(strcmp(text, "sonde: no samples: the program failed (ModuleNotFoundError, exit status 1) "
+                       "after 0.004 s, before sonde sampled any of its lines\n") == 0,
+          "text_empty_program_failed", "got: %s", text);
+    free(text);
+    sonde_profile_set_exit(&prof, 3, "");
+    text = render(&prof, 100, 1.0, false, false);
+    check(strstr(text, "failed (exit status 3)") && check_count(text, "\n") == 1,
+          "text_empty_program_exit_status", "got: %s", text);
+    free(text);
+
+    /* All the time outside the profiled files: how much, and the options
+     * that show it (none to name under --profile-all). */
+    prof.exit_known = false;
+    prof.unattributed_ns = 1500000000;
+    text = render(&prof, 100, 1.0, false, false);
+    check(check_count(text, "\n") == 1 && strstr(text, "all 1.500 s sampled fell outside") &&
+              strstr(text, "--profile-all") && strstr(text, "--profile-only"),
+          "text_empty_all_outside", "got: %s", text);
+    free(text);
+    prof.profile_all = true;
+    text = render(&prof, 100, 1.0, false, false);
+    check(strstr(text, "outside") && !strstr(text, "--profile"), "text_empty_all_outside_all",
+          "got: %s", text);
+    free(text);
+    prof.profile_all = false;
+    prof.unattributed_ns = 0;
 
     /* Samples but no time on any line count as empty too. */
     sonde_profile_add(&prof, "/nonexistent.py", "f", 1, 1, 0, 0, 0, 3);
@@ -652,6 +689,24 @@ static void test_empty(void)
     text = render(&prof, 100, 1.0, false, false);
     check(check_count(text, "\n") == 1 && strstr(text, "no samples"), "text_zero_time_is_empty",
           "got: %s", text);
+    free(text);
+
+    /* Most of the time outside: the header names the options; a small
+     * share is only counted. */
+    sonde_profile_add(&prof, "/nonexistent.py", "f", 1, 1, 400000000, 0, 0, 40);
+    prof.unattributed_ns = 600000000;
+    sonde_profile_finish(&prof);
+    text = render(&prof, 200, 1.0, false, false);
+    check(strstr(text, "\n60.0% of the sampled time was outside profiled files (not shown)\n  "
+                       "see it with --profile-all (every file) or --profile-only PAT (files whose "
+                       "path contains PAT)\n"),
+          "text_most_time_outside_names_options", "got: %s", text);
+    free(text);
+    prof.unattributed_ns = 100000000;
+    text = render(&prof, 200, 1.0, false, false);
+    check(strstr(text, "\n20.0% of the sampled time was outside profiled files (not shown)\n") &&
+              !strstr(text, "--profile-all"),
+          "text_some_time_outside_counted", "got: %s", text);
     free(text);
     sonde_profile_free(&prof);
 }

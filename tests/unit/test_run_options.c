@@ -164,6 +164,40 @@ static void test_module(void)
     sonde_run_opts_free(&o);
 }
 
+/* -c CODE, - (standard input) and --python: python3's own forms. */
+static void test_command_and_stdin(void)
+{
+    sonde_run_opts_t o = {0};
+    char err[512];
+    int rc = parse(&o, true, err, sizeof err, 5, "--json", "-c", "print(1)", "-o", "x");
+    check(rc == 0 && same(o.command, "print(1)") && !o.script && !o.module && o.prog_argc == 3 &&
+              same(o.prog_argv[0], "print(1)") && same(o.prog_argv[1], "-o") && !o.outfile &&
+              o.n_option_tokens == 1 && same(o.format->name, "json"),
+          "ropts_command_args_are_the_programs", "rc %d err %s", rc, err);
+    rc = parse(&o, true, err, sizeof err, 1, "-cpass");
+    check(rc == 0 && same(o.command, "pass") && o.prog_argc == 1, "ropts_command_attached",
+          "rc %d err %s", rc, err);
+    rc = parse(&o, true, err, sizeof err, 1, "-c");
+    check(rc == -EINVAL && strstr(err, "option -c needs the code to run"), "ropts_command_missing",
+          "err %s", err);
+    rc = parse(&o, false, err, sizeof err, 2, "-c", "x");
+    check(rc == -EINVAL && strstr(err, "unexpected option '-c'"), "ropts_command_not_at_start",
+          "err %s", err);
+    rc = parse(&o, true, err, sizeof err, 3, "-", "a", "-c");
+    check(rc == 0 && same(o.script, "-") && !o.command && o.prog_argc == 3, "ropts_stdin_script",
+          "rc %d err %s", rc, err);
+    rc = parse(&o, true, err, sizeof err, 4, "--python", "/v/bin/python3", "--python=py", "a.py");
+    check(rc == 0 && same(o.python, "py") && same(o.script, "a.py"), "ropts_python", "rc %d err %s",
+          rc, err);
+    rc = parse(&o, true, err, sizeof err, 1, "--python");
+    check(rc == -EINVAL && strstr(err, "--python needs a path"), "ropts_python_missing", "err %s",
+          err);
+    rc = parse(&o, false, err, sizeof err, 2, "--python", "x");
+    check(rc == -EINVAL && strstr(err, "unknown option '--python'"), "ropts_python_not_in_start",
+          "rc %d err %s", rc, err);
+    sonde_run_opts_free(&o);
+}
+
 static void test_errors(void)
 {
     sonde_run_opts_t o = {0};
@@ -375,6 +409,7 @@ int main(void)
     test_every_option();
     test_formats();
     test_module();
+    test_command_and_stdin();
     test_errors();
     test_input_untouched();
     test_handover_round_trip();

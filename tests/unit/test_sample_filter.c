@@ -44,6 +44,12 @@ static void test_rule(void)
     check(!sonde_codefilter_wants(&f, "<frozen os>") && !sonde_codefilter_wants(&f, "<string>") &&
               !sonde_codefilter_wants(&f, "") && !sonde_codefilter_wants(&f, NULL),
           "filter_pseudo_files_out", "accepted");
+    /* -c CODE: "<string>" is the program's own file (and only that name) */
+    f.program_pseudo = "<string>";
+    check(sonde_codefilter_wants(&f, "<string>") && !sonde_codefilter_wants(&f, "<stdin>") &&
+              !sonde_codefilter_wants(&f, "<frozen os>") && !sonde_codefilter_wants(&f, NULL),
+          "filter_program_pseudo_file", "wrong verdict");
+    f.program_pseudo = NULL;
 
     /* site_dirs: any site-packages/dist-packages component is a library. */
     const char *site = "/venv/lib/python3.11/site-packages/numpy/core.py";

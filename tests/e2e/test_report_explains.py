@@ -1,0 +1,102 @@
+"""Reports that explain themselves: a program that failed before the first
+sample says it failed (and how), time that fell outside the profiled files
+says how much and which option shows it, and `record` (like `attach`)
+takes run's --profile-all / --profile-only / --profile-exclude with the
+same meaning."""
+import json
+import os
+import time
+
+from support import check
+
+# Almost all of its time in the standard library: a ThreadPoolExecutor
+# worker, whose frames are all the stdlib's, runs json's encoder while the
+# main thread waits for it (a futex wait, which is charged to no one).
+STDLIB_ONLY = r'''
+import concurrent.futures, json, sys
+data = [{"k%d" % i: list(range(20))} for i in range(20000)]
+with concurrent.futures.ThreadPoolExecutor(1) as pool:
+    for future in [pool.submit(json.dumps, data) for _ in range(int(sys.argv[1]))]:
+        future.result()
+'''
+
+# Its time on its own line, json's encoder below it.
+CALLS_JSON = r'''
+import json, sys, time
+data = [{"k%d" % i: list(range(20))} for i in range(20000)]
+def main(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        json.dumps(data)  # @hot
+main(float(sys.argv[1]))
+'''
+
+
+def test_failed_before_first_sample(env):
+    script = env.write("fails.py", "import sonde_no_such_module_xyz\n")
+    plain = env.run_python([script])
+    ours = env.run_sonde(["run", script])
+    check(plain.returncode != 0 and ours.returncode == plain.returncode,
+          "exit %d under sonde, %d under python3" % (ours.returncode, plain.returncode))
+    check(ours.stderr.startswith(plain.stderr), "the traceback differs:\n%s\nvs\n%s"
+          % (plain.stderr, ours.stderr))
+    extra = ours.stderr[len(plain.stderr):].strip().splitlines()
+    check(len(extra) == 1 and "the program failed (ModuleNotFoundError, exit status %d)"
+          % plain.returncode in extra[0] and "less than one sampling interval" not in extra[0],
+          "not one line saying the program failed: %r" % extra)
+    # a clean exit as short keeps the plain line
+    quick = env.run_sonde(["run", "-c", "pass"])
+    check(quick.returncode == 0 and "less than one sampling interval" in quick.stderr
+          and "failed" not in quick.stderr, quick.stderr)
+
+
+def test_time_outside_names_the_options(env):
+    script = env.write("outside.py", STDLIB_ONLY)
+    started = time.perf_counter()
+    proc = env.run_sonde(["run", script, "8"])
+    elapsed = time.perf_counter() - started
+    check(proc.returncode == 0, proc.stderr[-2000:])
+    report = proc.stderr
+    # the main thread waits in a futex (not charged); the worker's frames
+    # are all the standard library's
+    check("outside profiled files" in report and "--profile-all" in report
+          and "--profile-only" in report, "no hint in:\n%s" % report)
+    if "no samples in profiled files" in report:
+        seconds = float(report.split("all ")[1].split(" s ")[0])
+        check(0 < seconds <= elapsed, "%.3f s outside, but the run took %.3f s" % (seconds, elapsed))
+    else:
+        share = float(report.split("% of the sampled time was outside")[0].rsplit("\n", 1)[1])
+        check(50 <= share <= 100, "%.1f%% outside:\n%s" % (share, report))
+    # the option it names shows that time: json's encoder becomes a file
+    out = os.path.join(env.tmp, "all.json")
+    proc = env.run_sonde(["run", "--profile-all", "--json", "-o", out, script, "8"])
+    check(proc.returncode == 0, proc.stderr[-2000:])
+    with open(out, encoding="utf-8") as f:
+        files = list(json.load(f)["files"])
+    check(any(name.endswith("json/encoder.py") for name in files),
+          "--profile-all does not show json/encoder.py: %r" % files)
+
+
+def _record(env, options, script, seconds="0.4"):
+    out = os.path.join(env.tmp, "rec%d.json" % len(os.listdir(env.tmp)))
+    proc = env.run_sonde(["record", "-o", out] + options + ["--", env.python, script, seconds])
+    check(proc.returncode == 0, "record %s: exit %d: %s" % (options, proc.returncode, proc.stderr[-2000:]))
+    with open(out, encoding="utf-8") as f:
+        return [name for name, entry in json.load(f)["files"].items()
+                if any(line["n_cpu_percent_python"] + line["n_cpu_percent_c"] + line["n_sys_percent"] > 0
+                       for line in entry["lines"])]
+
+
+def test_record_file_options(env):
+    script = env.write("calls_json.py", CALLS_JSON)
+    default = _record(env, [], script)
+    check(default == [script], "by default only the program's own file: %r" % default)
+    every = _record(env, ["--profile-all"], script)
+    check(script in every and any(n.endswith("json/encoder.py") for n in every),
+          "--profile-all: %r" % every)
+    only = _record(env, ["--profile-only", "json/"], script)
+    check(only and script not in only and all("json/" in n for n in only),
+          "--profile-only json/: %r" % only)
+    excluded = _record(env, ["--profile-all", "--profile-exclude=calls_json,json/"], script)
+    check(script not in excluded and not any("json/" in n for n in excluded),
+          "--profile-exclude: %r" % excluded)
