@@ -5,10 +5,14 @@
  * undoes every trace of the hand-over so that the program sees exactly
  * what `python3 app.py` would give it: the SONDE_* variables and our PYTHONPATH entries leave
  * os.environ, the C environment and sys.path, and a sitecustomize that ours
- * shadowed is imported in its place. Then it checks the script compiles
- * and starts the session with the options the command parsed, decoded from
- * the hand-over (sonde_run_opts_decode; nothing is parsed again here), or
- * for `sonde trace` hands the option words to the tracer. No fixed-size
+ * shadowed is imported in its place. Then it starts the session with the
+ * options the command parsed, decoded from the hand-over
+ * (sonde_run_opts_decode; nothing is parsed again here), or for `sonde
+ * trace` hands the option words to the tracer. The interpreter itself then
+ * reads and compiles the script: a syntax error or a NUL byte gets
+ * Python's own traceback and exit status, and the exit hooks, asking
+ * sonde_boot_script_failed_gil, write no report for a program that never
+ * started. No fixed-size
  * buffer: paths and options of any length go through. GIL held
  * throughout; no signal context.
  */
@@ -20,7 +24,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Removes `name` from os.environ (and so from the C environment). */
@@ -168,57 +171,17 @@ done:
     return found;
 }
 
-/* Compiles the script so that a syntax error is one clear line before
- * anything runs. Returns 0 if fine (or not checkable), else exits. */
-static void boot_check_syntax(const char *script)
+bool sonde_boot_script_failed_gil(void)
 {
-    struct stat st;
-    if (!script || stat(script, &st) != 0 || !S_ISREG(st.st_mode)) return;
-    FILE *file = fopen(script, "rb");
-    if (!file) return;
-    char head[4] = {0};
-    size_t got = fread(head, 1, 4, file);
-    fclose(file);
-    if (got == 4 && memcmp(head, "PK\x03\x04", 4) == 0) return; /* a zip application */
-    PyObject *io = PyImport_ImportModule("io");
-    PyObject *source = io ? PyObject_CallMethod(io, "open_code", "s", script) : NULL;
-    Py_XDECREF(io);
-    PyObject *data = source ? PyObject_CallMethod(source, "read", NULL) : NULL;
-    if (source) {
-        PyObject *res = PyObject_CallMethod(source, "close", NULL);
-        Py_XDECREF(res);
-        Py_DECREF(source);
-    }
-    if (!data) {
-        PyErr_Clear();
-        return;
-    }
-    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
-    PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-    PyObject *code =
-        compile ? PyObject_CallFunction(compile, "Ossii", data, script, "exec", 0, 1) : NULL;
-    Py_DECREF(data);
-    if (code) {
-        Py_DECREF(code);
-        return;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_SyntaxError)) { /* e.g. ValueError: null bytes */
-        PyErr_Clear();
-        return;
-    }
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *msg = value ? PyObject_GetAttrString(value, "msg") : NULL;
-    PyObject *lineno = value ? PyObject_GetAttrString(value, "lineno") : NULL;
-    const char *msg_text = msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "invalid syntax";
-    long line = lineno && PyLong_Check(lineno) ? PyLong_AsLong(lineno) : 0;
-    const char *kind = type ? ((PyTypeObject *)type)->tp_name : "SyntaxError";
-    fflush(stdout);
-    fprintf(stderr, "sonde: cannot run '%s': %s at line %ld: %s\n", script, kind, line,
-            msg_text ? msg_text : "invalid syntax");
-    fflush(stderr);
-    exit(1);
+    PyObject *last_value = PySys_GetObject("last_value");         /* borrowed */
+    PyObject *last_traceback = PySys_GetObject("last_traceback"); /* borrowed */
+    bool failed = last_value && last_traceback == Py_None &&
+                  !PyErr_GivenExceptionMatches(last_value, PyExc_KeyboardInterrupt);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return failed;
 }
 
 int sonde_boot_gil(void)
@@ -250,7 +213,6 @@ int sonde_boot_gil(void)
     boot_restore_sys_path(boot_paths);
     bool chained = boot_chain_sitecustomize();
 
-    if (strncmp(program, "-m ", 3) != 0) boot_check_syntax(program);
     char err[512] = "";
     if (strcmp(mode, "trace") == 0) {
         int n_tokens = 0;

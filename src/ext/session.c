@@ -12,6 +12,7 @@
 #include "ext.h"
 
 #include "../report/report.h"
+#include "../trace/trace.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -153,9 +154,14 @@ static void session_remove_sigterm(sonde_session_t *s)
 
 /* ---- atexit ------------------------------------------------------------------------ */
 
+static int session_stop(bool flush_streams, bool write_report);
+
 static PyObject *session_atexit(PyObject *self, PyObject *unused)
 {
-    if (session.active && session.pid == getpid() && sonde_session_stop_gil() < 0) {
+    /* A script that never started (a syntax error) gets Python's
+     * traceback alone, as under plain python. */
+    bool write_report = !(session.from_run && sonde_boot_script_failed_gil());
+    if (session.active && session.pid == getpid() && session_stop(true, write_report) < 0) {
         /* the report could not be written; say so, never raise at exit */
         PyErr_Clear();
     }
@@ -258,11 +264,9 @@ static int session_register_atexit(void)
 static PyObject *session_real_os_exit;    /* owned, kept for the process's life */
 static PyObject *session_os_exit_wrapper; /* owned */
 
-static int session_stop(bool flush_streams);
-
 static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (session.active && session.pid == getpid() && session_stop(false) < 0) PyErr_Clear();
+    if (session.active && session.pid == getpid() && session_stop(false, true) < 0) PyErr_Clear();
     return PyObject_Call(session_real_os_exit, args, kwargs);
 }
 
@@ -467,12 +471,13 @@ static void session_flush_python_streams(void)
 
 int sonde_session_stop_gil(void)
 {
-    return session_stop(true);
+    return session_stop(true, true);
 }
 
-/* Stops the session and writes the report; flush_streams: flush
- * sys.stdout and sys.stderr first (not for os._exit). */
-static int session_stop(bool flush_streams)
+/* Stops the session and, if write_report, writes the report;
+ * flush_streams: flush sys.stdout and sys.stderr first (not for
+ * os._exit). */
+static int session_stop(bool flush_streams, bool write_report)
 {
     sonde_session_t *s = &session;
     if (!s->active) return 0;
@@ -488,7 +493,7 @@ static int session_stop(bool flush_streams)
     sonde_sampler_stop(&s->sampler);
     int rc = 0;
     int expected = 0;
-    if (s->pid == getpid() && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
+    if (write_report && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
         const char *what = "";
         if (flush_streams) session_flush_python_streams();
         Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);

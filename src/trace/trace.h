@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdbool.h>
+
 /* Adds the tracer's API to the sonde._sonde module (Profile, run, runctx,
  * ...). Returns 0 or -1 with an exception. */
 int sonde_trace_module_init(PyObject *module);
@@ -21,5 +23,13 @@ int sonde_trace_module_init(PyObject *module);
  * arranges for the report/file at exit. Returns 0 or -1 with an exception
  * (the boot then prints it as one line and exits 2). */
 int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program);
+
+/* (src/ext/boot.c) True when the interpreter could not start the program's
+ * main script: it reported (sys.last_value) an exception that no frame
+ * raised (sys.last_traceback is None), other than KeyboardInterrupt: a
+ * syntax error, a NUL byte or undecodable source met while compiling the
+ * script. Python's traceback is then all the output; the exit hooks of
+ * `sonde run` and `sonde trace` write no report. Never raises. */
+bool sonde_boot_script_failed_gil(void);
 
 #endif
