@@ -1,7 +1,8 @@
 /* session.c — one profiling session: start, stop, and the report at the end.
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
- * its atexit hook, its SIGTERM handler, its os._exit wrapper and the
+ * its atexit hook, its SIGTERM handler, its os._exit wrapper, its report
+ * before an os.exec* (exec.c wraps the functions) and the
  * writing of its report, in the format its options chose from the format
  * registry (src/report/format.c).
  * Called with the GIL from module.c and boot.c; the report may also be
@@ -44,6 +45,8 @@ typedef struct sonde_session {
                               program's, and sonde writes nothing there */
     bool sigterm_installed;
     struct sigaction old_sigterm;
+    bool exec_wrapped; /* os.execv/execve wrapped for this session (exec.c) */
+    bool exec_paused;  /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
 static sonde_session_t session;
@@ -314,11 +317,38 @@ static void session_unwrap_os_exit(void)
     PyErr_Restore(type, value, tb);
 }
 
+/* ---- os.exec* ------------------------------------------------------------------------ */
+
+void sonde_session_before_exec_gil(void)
+{
+    sonde_session_t *s = &session;
+    if (!s->active || s->pid != getpid() || s->exec_paused || atomic_load(&s->reported)) return;
+    /* The program's buffered output is lost by the exec, as unprofiled;
+     * the report is not. The threads stay paused across the exec. */
+    sonde_sampler_pause(&s->sampler);
+    sonde_gpu_pause(&s->gpu);
+    s->exec_paused = true;
+    const char *what = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);
+    Py_END_ALLOW_THREADS if (rc < 0) session_report_error(s, what, rc);
+}
+
+void sonde_session_after_exec_gil(void)
+{
+    sonde_session_t *s = &session;
+    if (!s->exec_paused) return;
+    s->exec_paused = false;
+    if (s->active && s->pid == getpid()) session_resume_threads();
+}
+
 /* ---- start / stop ---------------------------------------------------------------- */
 
 static void session_clear(sonde_session_t *s)
 {
     session_unwrap_os_exit();
+    if (s->exec_wrapped) sonde_exec_unwrap_gil();
+    s->exec_wrapped = false;
     sonde_memory_stop(&s->memory);
     sonde_memory_restore_gil(&s->memory);
     sonde_memory_free(&s->memory);
@@ -418,10 +448,11 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 ||
-        session_wrap_os_exit() < 0) {
+        session_wrap_os_exit() < 0 || sonde_exec_wrap_gil() < 0) {
         session_clear(s);
         return -1;
     }
+    s->exec_wrapped = true;
     rc = sonde_sampler_start_gil(&s->sampler);
     if (rc < 0) {
         session_clear(s);

@@ -24,6 +24,23 @@ int sonde_trace_module_init(PyObject *module);
  * (the boot then prints it as one line and exits 2). */
 int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program);
 
+/* Before os.exec* (src/ext/exec.c): `sonde trace`'s boot profile is
+ * written (the tracer stops), and after an exec that failed all the same
+ * the tracer starts again. No-ops without a boot profile of this process.
+ * Never raise. */
+void sonde_trace_boot_before_exec_gil(void);
+void sonde_trace_boot_after_exec_gil(void);
+
+/* ---- provided by the extension's shared parts (src/ext/) ---------------------------- */
+
+/* (src/ext/exec.c) Puts wrappers in place of os.execv and os.execve that
+ * have the session and the boot profile write their reports before the
+ * process is replaced; counted: the last unwrap gives the functions back
+ * (if they are still the wrappers). Wrap returns 0 or -1 with an
+ * exception; unwrap never fails. */
+int sonde_exec_wrap_gil(void);
+void sonde_exec_unwrap_gil(void);
+
 /* (src/ext/boot.c) True when the interpreter could not start the program's
  * main script: it reported (sys.last_value) an exception that no frame
  * raised (sys.last_traceback is None), other than KeyboardInterrupt: a
