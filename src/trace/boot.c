@@ -13,7 +13,8 @@
  * not the program's calls, as under cProfile); other threads go on until
  * the atexit handler disables the tracer. Before os.exec* replaces the
  * process (src/ext/exec.c wraps it), the statistics are written the same
- * way, and tracing goes on if the exec fails. sonde_trace_boot_root and
+ * way, and tracing goes on if the exec fails; on SIGTERM, terminate.c's
+ * thread has them written before the process dies. sonde_trace_boot_root and
  * sonde_trace_root_done run inside the hooks (GIL held, never raise).
  */
 #include "trace_internal.h"
@@ -104,9 +105,10 @@ static void boot_exception_text(char *buf, size_t len)
 
 /* Stops the tracer and writes the statistics: to the -o file, or as
  * cProfile's report on stdout, through sys.stdout at exit (after the
- * program's own output) or straight to descriptor 1 before an exec (the
- * program's buffered output is lost, as unprofiled). */
-static void boot_write(sonde_trace_prof_t *p, bool before_exec)
+ * program's own output) or, with direct_fd, straight to descriptor 1
+ * before an exec or SIGTERM (the program's buffered output is lost, as
+ * unprofiled). */
+static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
 {
     char msg[512];
     sonde_trace_stats_t stats = {NULL, 0, 0};
@@ -134,7 +136,7 @@ static void boot_write(sonde_trace_prof_t *p, bool before_exec)
         sonde_buf_t text = SONDE_BUF_INIT;
         if (sonde_trace_text_report(&stats, &boot_sort, &text) < 0) {
             boot_error("sonde: cannot build the report: %s%s", strerror(ENOMEM), NULL);
-        } else if (before_exec) {
+        } else if (direct_fd) {
             /* a closed stdout: nowhere to go, as for print() */
             Py_BEGIN_ALLOW_THREADS(void) sonde_write_fd(STDOUT_FILENO, text.data, text.len);
             Py_END_ALLOW_THREADS
@@ -157,11 +159,23 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
 {
     sonde_trace_prof_t *p = boot_prof;
     if (!p || getpid() != boot_pid) Py_RETURN_NONE; /* not ours (a forked child) */
+    sonde_trace_term_stop_gil(); /* a SIGTERM from here on waits for the write */
     boot_prof = NULL;
     boot_write(p, false);
     sonde_exec_unwrap_gil();
     Py_DECREF(p);
+    sonde_trace_term_finish_gil();
     Py_RETURN_NONE;
+}
+
+/* SIGTERM (terminate.c, on its thread with the GIL): the statistics are
+ * written, then the process ends. */
+static void boot_write_on_term(void)
+{
+    sonde_trace_prof_t *p = boot_prof;
+    if (!p || getpid() != boot_pid) return;
+    boot_prof = NULL;
+    boot_write(p, true);
 }
 
 /* ---- os.exec* ------------------------------------------------------------------------ */
@@ -261,7 +275,8 @@ int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program)
         Py_DECREF(p);
         return -1;
     }
-    if (sonde_trace_enable_gil(p) < 0) {
+    if (sonde_trace_enable_gil(p) < 0 || sonde_trace_term_start_gil(boot_write_on_term) < 0) {
+        if (sonde_trace_disable_gil(p) < 0) PyErr_Clear();
         sonde_exec_unwrap_gil();
         Py_DECREF(p);
         return -1;
