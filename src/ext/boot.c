@@ -18,10 +18,12 @@
  */
 #include "ext.h"
 
+#include "../core/file.h"
 #include "../launch/launch.h"
 #include "../launch/netstring.h"
 #include "../trace/trace.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,7 +84,8 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
     const char *ours[] = {SONDE_ENV_OPTIONS,    SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE};
+                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
+                          SONDE_ENV_BLOCKED};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -171,6 +174,41 @@ done:
     return found;
 }
 
+/* Unblocks the signals the launcher blocked (src/launch/launch.c; `list`
+ * as in SONDE_RUN_BLOCKED_SIGNALS), once sonde's handlers are in place: a
+ * SIGTERM that came during start-up reaches the session's or the tracer's
+ * handler now (a report, or the tracer's one-line note, then death by
+ * SIGTERM). A SIGINT would become a KeyboardInterrupt inside Python's
+ * start-up (site), so it gets a one-line note and its default action: the
+ * process dies by SIGINT, as plain python does before its main code. */
+static void boot_release_signals(const char *list)
+{
+    sigset_t blocked, pending;
+    sigemptyset(&blocked);
+    for (const char *p = list; *p;) {
+        char *end = NULL;
+        long sig = strtol(p, &end, 10);
+        if (end == p) break;
+        if (sig == SIGINT || sig == SIGTERM) sigaddset(&blocked, (int)sig);
+        p = *end == ',' ? end + 1 : end;
+    }
+    struct sigaction cur;
+    if (sigismember(&blocked, SIGINT) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGINT) && sigaction(SIGINT, NULL, &cur) == 0 &&
+        ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_IGN)) {
+        static const char note[] = "sonde: interrupted while the program was starting (SIGINT); "
+                                   "no profile\n";
+        PyObject *out = PySys_GetObject("stdout"); /* borrowed; the program's output first */
+        PyObject *res = out && out != Py_None ? PyObject_CallMethod(out, "flush", NULL) : NULL;
+        Py_XDECREF(res);
+        PyErr_Clear();
+        if (sonde_prim_fd_is_open(STDERR_FILENO))
+            (void)sonde_write_fd(STDERR_FILENO, note, sizeof note - 1);
+        signal(SIGINT, SIG_DFL);
+    }
+    pthread_sigmask(SIG_UNBLOCK, &blocked, NULL);
+}
+
 bool sonde_boot_script_failed_gil(void)
 {
     PyObject *type, *value, *tb;
@@ -193,6 +231,9 @@ int sonde_boot_gil(void)
     const char *env = getenv(SONDE_ENV_OPTIONS);
     if (!env) /* not a `sonde run`: our _boot directory is on someone's path */
         return boot_chain_sitecustomize() ? 1 : 0;
+    char blocked[32] = "";
+    const char *blocked_env = getenv(SONDE_ENV_BLOCKED);
+    snprintf(blocked, sizeof blocked, "%s", blocked_env ? blocked_env : "");
 #define BOOT_DUP(var, name)                                                                        \
     do {                                                                                           \
         const char *v_ = getenv(name);                                                             \
@@ -243,6 +284,7 @@ int sonde_boot_gil(void)
     }
     sonde_run_opts_free(&opts);
 done:
+    boot_release_signals(blocked);
     sonde_netstring_free_words(tokens);
     free(options);
     free(boot_paths);
