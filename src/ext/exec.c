@@ -55,9 +55,11 @@ static bool exec_target_runs(PyObject *path)
 
 static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
 {
-    PyObject *path = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
-                     : kwargs                  ? PyDict_GetItemString(kwargs, "path")
-                                               : NULL; /* borrowed */
+    PyObject *path = NULL; /* borrowed */
+    if (PyTuple_GET_SIZE(args) > 0)
+        path = PyTuple_GET_ITEM(args, 0);
+    else if (kwargs)
+        path = PyDict_GetItemString(kwargs, "path");
     bool runs = path && exec_target_runs(path);
     if (runs) {
         sonde_session_before_exec_gil();
@@ -117,8 +119,10 @@ int sonde_exec_wrap_gil(void)
             Py_DECREF(os);
             goto error;
         }
-        if (current != exec_wrapper[i]) Py_XSETREF(exec_real[i], current);
-        else Py_DECREF(current);
+        if (current != exec_wrapper[i])
+            Py_XSETREF(exec_real[i], current);
+        else
+            Py_DECREF(current);
         if (PyObject_SetAttrString(os, exec_names[i], exec_wrapper[i]) < 0) {
             Py_DECREF(os);
             goto error;

@@ -329,9 +329,10 @@ void sonde_session_before_exec_gil(void)
     sonde_gpu_pause(&s->gpu);
     s->exec_paused = true;
     const char *what = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);
-    Py_END_ALLOW_THREADS if (rc < 0) session_report_error(s, what, rc);
+    PyThreadState *save = PyEval_SaveThread();
+    int rc = session_report(s, &what);
+    PyEval_RestoreThread(save);
+    if (rc < 0) session_report_error(s, what, rc);
 }
 
 void sonde_session_after_exec_gil(void)

@@ -25,9 +25,9 @@
 #define SONDE_ENV_MODE "SONDE_RUN_MODE"              /* "run" or "trace" */
 #define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD" /* "1" if LD_PRELOAD was set (--memory) */
 #define SONDE_ENV_PRELOAD "SONDE_ORIG_LD_PRELOAD"    /* the user's LD_PRELOAD (--memory) */
-#define SONDE_ENV_BLOCKED "SONDE_RUN_BLOCKED_SIGNALS" /* SIGINT/SIGTERM numbers the launcher
-                                                        blocked, ','-separated */
-#define SONDE_SHIM_NAME "libsonde_shim.so"           /* the allocator shim, in the package */
+/* SIGINT/SIGTERM numbers the launcher blocked, ','-separated */
+#define SONDE_ENV_BLOCKED "SONDE_RUN_BLOCKED_SIGNALS"
+#define SONDE_SHIM_NAME "libsonde_shim.so" /* the allocator shim, in the package */
 
 /* What to run: a script or a module, and its arguments. */
 typedef struct sonde_program {

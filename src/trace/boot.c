@@ -138,8 +138,9 @@ static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
             boot_error("sonde: cannot build the report: %s%s", strerror(ENOMEM), NULL);
         } else if (direct_fd) {
             /* a closed stdout: nowhere to go, as for print() */
-            Py_BEGIN_ALLOW_THREADS(void) sonde_write_fd(STDOUT_FILENO, text.data, text.len);
-            Py_END_ALLOW_THREADS
+            PyThreadState *save = PyEval_SaveThread();
+            (void)sonde_write_fd(STDOUT_FILENO, text.data, text.len);
+            PyEval_RestoreThread(save);
         } else {
             sonde_trace_stdout_write_gil(text.data, text.len);
             /* A closed or broken stdout, as print() would have met. Like
@@ -159,7 +160,8 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
 {
     sonde_trace_prof_t *p = boot_prof;
     if (!p || getpid() != boot_pid) Py_RETURN_NONE; /* not ours (a forked child) */
-    sonde_trace_term_stop_gil(); /* a SIGTERM from here on waits for the write */
+    /* a SIGTERM from here on waits for the write */
+    sonde_trace_term_stop_gil();
     boot_prof = NULL;
     boot_write(p, false);
     sonde_exec_unwrap_gil();

@@ -105,8 +105,10 @@ static void term_thread_join_gil(void)
     if (!term.thread_started) return;
     atomic_store_explicit(&term.stop_requested, true, memory_order_release);
     sonde_prim_wake_signal(&term.wake);
-    Py_BEGIN_ALLOW_THREADS pthread_join(term.thread, NULL);
-    Py_END_ALLOW_THREADS term.thread_started = false;
+    PyThreadState *save = PyEval_SaveThread();
+    pthread_join(term.thread, NULL);
+    PyEval_RestoreThread(save);
+    term.thread_started = false;
 }
 
 /* ---- fork ------------------------------------------------------------------------------ */
@@ -144,8 +146,8 @@ static PyObject *term_after_fork_parent(PyObject *self, PyObject *unused)
 
 static PyMethodDef term_before_fork_def = {"_sonde_trace_before_fork", term_before_fork,
                                            METH_NOARGS, NULL};
-static PyMethodDef term_after_fork_def = {"_sonde_trace_after_fork_parent",
-                                          term_after_fork_parent, METH_NOARGS, NULL};
+static PyMethodDef term_after_fork_def = {"_sonde_trace_after_fork_parent", term_after_fork_parent,
+                                          METH_NOARGS, NULL};
 
 static int term_register_fork(void)
 {
