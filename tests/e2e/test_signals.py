@@ -83,7 +83,7 @@ def _check_profile(env, kind, out, script, functions, what):
     with open(out) as f:
         prof = json.load(f)
     line = lines_by_no(prof, script).get(marked_lines(script)["warm"])
-    check(line and line["n_samples"] >= 3, "%s: the hot line in the profile: %r" % (what, line))
+    check(line and line["n_samples"] >= 1, "%s: the hot line in the profile: %r" % (what, line))
 
 
 def test_signals_write_every_profile(env):
