@@ -127,6 +127,15 @@ static int main_take_python(int argc, char **argv)
     return word[8] == '=' ? 1 : 2;
 }
 
+/* A run or trace that returns did not start the program (or was --help):
+ * signals are no longer held back. */
+static int main_unblock(int status)
+{
+    fflush(NULL);
+    sonde_launch_unblock_signals();
+    return status;
+}
+
 int sonde_cli_main(int argc, char **argv)
 {
     int taken = main_take_python(argc, argv);
@@ -150,8 +159,16 @@ int sonde_cli_main(int argc, char **argv)
         printf("sonde %s (Python: %s)\n", SONDE_VERSION, sonde_cli_python());
         return 0;
     }
-    if (strcmp(cmd, "run") == 0) return sonde_cli_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "trace") == 0) return sonde_cli_trace(argc - 2, argv + 2);
+    /* run and trace: a signal from here on waits for the boot's handlers
+     * (or, if the launch fails, ends the launcher after its message) */
+    bool launches = strcmp(cmd, "run") == 0 || strcmp(cmd, "trace") == 0;
+    int block_rc = launches ? sonde_launch_block_signals() : 0;
+    if (block_rc < 0) {
+        sonde_cli_error("cannot block signals: %s", strerror(-block_rc));
+        return 2;
+    }
+    if (strcmp(cmd, "run") == 0) return main_unblock(sonde_cli_run(argc - 2, argv + 2));
+    if (strcmp(cmd, "trace") == 0) return main_unblock(sonde_cli_trace(argc - 2, argv + 2));
     if (strcmp(cmd, "view") == 0) return sonde_cli_view(argc - 2, argv + 2);
     if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);

@@ -5,22 +5,27 @@
  * undoes every trace of the hand-over so that the program sees exactly
  * what `python3 app.py` would give it: the SONDE_* variables and our PYTHONPATH entries leave
  * os.environ, the C environment and sys.path, and a sitecustomize that ours
- * shadowed is imported in its place. Then it checks the script compiles
- * and starts the session with the options the command parsed, decoded from
- * the hand-over (sonde_run_opts_decode; nothing is parsed again here), or
- * for `sonde trace` hands the option words to the tracer. No fixed-size
+ * shadowed is imported in its place. Then it starts the session with the
+ * options the command parsed, decoded from the hand-over
+ * (sonde_run_opts_decode; nothing is parsed again here), or for `sonde
+ * trace` hands the option words to the tracer. The interpreter itself then
+ * reads and compiles the script: a syntax error or a NUL byte gets
+ * Python's own traceback and exit status, and the exit hooks, asking
+ * sonde_boot_script_failed_gil, write no report for a program that never
+ * started. No fixed-size
  * buffer: paths and options of any length go through. GIL held
  * throughout; no signal context.
  */
 #include "ext.h"
 
+#include "../core/file.h"
 #include "../launch/launch.h"
 #include "../launch/netstring.h"
 #include "../trace/trace.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Removes `name` from os.environ (and so from the C environment). */
@@ -79,7 +84,8 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
     const char *ours[] = {SONDE_ENV_OPTIONS,    SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE};
+                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
+                          SONDE_ENV_BLOCKED};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -168,57 +174,52 @@ done:
     return found;
 }
 
-/* Compiles the script so that a syntax error is one clear line before
- * anything runs. Returns 0 if fine (or not checkable), else exits. */
-static void boot_check_syntax(const char *script)
+/* Unblocks the signals the launcher blocked (src/launch/launch.c; `list`
+ * as in SONDE_RUN_BLOCKED_SIGNALS), once sonde's handlers are in place: a
+ * SIGTERM that came during start-up reaches the session's or the tracer's
+ * handler now (a report, or the tracer's one-line note, then death by
+ * SIGTERM). A SIGINT would become a KeyboardInterrupt inside Python's
+ * start-up (site), so it gets a one-line note and its default action: the
+ * process dies by SIGINT, as plain python does before its main code. */
+static void boot_release_signals(const char *list)
 {
-    struct stat st;
-    if (!script || stat(script, &st) != 0 || !S_ISREG(st.st_mode)) return;
-    FILE *file = fopen(script, "rb");
-    if (!file) return;
-    char head[4] = {0};
-    size_t got = fread(head, 1, 4, file);
-    fclose(file);
-    if (got == 4 && memcmp(head, "PK\x03\x04", 4) == 0) return; /* a zip application */
-    PyObject *io = PyImport_ImportModule("io");
-    PyObject *source = io ? PyObject_CallMethod(io, "open_code", "s", script) : NULL;
-    Py_XDECREF(io);
-    PyObject *data = source ? PyObject_CallMethod(source, "read", NULL) : NULL;
-    if (source) {
-        PyObject *res = PyObject_CallMethod(source, "close", NULL);
+    sigset_t blocked, pending;
+    sigemptyset(&blocked);
+    for (const char *p = list; *p;) {
+        char *end = NULL;
+        long sig = strtol(p, &end, 10);
+        if (end == p) break;
+        if (sig == SIGINT || sig == SIGTERM) sigaddset(&blocked, (int)sig);
+        p = *end == ',' ? end + 1 : end;
+    }
+    struct sigaction cur;
+    if (sigismember(&blocked, SIGINT) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGINT) && sigaction(SIGINT, NULL, &cur) == 0 &&
+        ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_IGN)) {
+        static const char note[] = "sonde: interrupted while the program was starting (SIGINT); "
+                                   "no profile\n";
+        PyObject *out = PySys_GetObject("stdout"); /* borrowed; the program's output first */
+        PyObject *res = out && out != Py_None ? PyObject_CallMethod(out, "flush", NULL) : NULL;
         Py_XDECREF(res);
-        Py_DECREF(source);
-    }
-    if (!data) {
         PyErr_Clear();
-        return;
+        if (sonde_prim_fd_is_open(STDERR_FILENO))
+            (void)sonde_write_fd(STDERR_FILENO, note, sizeof note - 1);
+        signal(SIGINT, SIG_DFL);
     }
-    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
-    PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-    PyObject *code =
-        compile ? PyObject_CallFunction(compile, "Ossii", data, script, "exec", 0, 1) : NULL;
-    Py_DECREF(data);
-    if (code) {
-        Py_DECREF(code);
-        return;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_SyntaxError)) { /* e.g. ValueError: null bytes */
-        PyErr_Clear();
-        return;
-    }
+    pthread_sigmask(SIG_UNBLOCK, &blocked, NULL);
+}
+
+bool sonde_boot_script_failed_gil(void)
+{
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *msg = value ? PyObject_GetAttrString(value, "msg") : NULL;
-    PyObject *lineno = value ? PyObject_GetAttrString(value, "lineno") : NULL;
-    const char *msg_text = msg && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "invalid syntax";
-    long line = lineno && PyLong_Check(lineno) ? PyLong_AsLong(lineno) : 0;
-    const char *kind = type ? ((PyTypeObject *)type)->tp_name : "SyntaxError";
-    fflush(stdout);
-    fprintf(stderr, "sonde: cannot run '%s': %s at line %ld: %s\n", script, kind, line,
-            msg_text ? msg_text : "invalid syntax");
-    fflush(stderr);
-    exit(1);
+    PyObject *last_value = PySys_GetObject("last_value");         /* borrowed */
+    PyObject *last_traceback = PySys_GetObject("last_traceback"); /* borrowed */
+    bool failed = last_value && last_traceback == Py_None &&
+                  !PyErr_GivenExceptionMatches(last_value, PyExc_KeyboardInterrupt);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return failed;
 }
 
 int sonde_boot_gil(void)
@@ -230,6 +231,9 @@ int sonde_boot_gil(void)
     const char *env = getenv(SONDE_ENV_OPTIONS);
     if (!env) /* not a `sonde run`: our _boot directory is on someone's path */
         return boot_chain_sitecustomize() ? 1 : 0;
+    char blocked[32] = "";
+    const char *blocked_env = getenv(SONDE_ENV_BLOCKED);
+    snprintf(blocked, sizeof blocked, "%s", blocked_env ? blocked_env : "");
 #define BOOT_DUP(var, name)                                                                        \
     do {                                                                                           \
         const char *v_ = getenv(name);                                                             \
@@ -250,9 +254,6 @@ int sonde_boot_gil(void)
     boot_restore_sys_path(boot_paths);
     bool chained = boot_chain_sitecustomize();
 
-    bool is_file = strncmp(program, "-m ", 3) != 0 && strcmp(program, "-c") != 0 &&
-                   strcmp(program, "-") != 0; /* not -m, -c or standard input */
-    if (is_file) boot_check_syntax(program);
     char err[512] = "";
     if (strcmp(mode, "trace") == 0) {
         int n_tokens = 0;
@@ -283,6 +284,7 @@ int sonde_boot_gil(void)
     }
     sonde_run_opts_free(&opts);
 done:
+    boot_release_signals(blocked);
     sonde_netstring_free_words(tokens);
     free(options);
     free(boot_paths);

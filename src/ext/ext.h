@@ -120,6 +120,11 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
  * Python exception set (0 and nothing done if no session is active). */
 int sonde_session_stop_gil(void);
 bool sonde_session_from_run(void);
+/* os.exec* (exec.c): before, the session's report is written (its threads
+ * paused); after an exec that failed, the threads go on. No-ops without a
+ * session of this process. Never raise. */
+void sonde_session_before_exec_gil(void);
+void sonde_session_after_exec_gil(void);
 
 /* ---- boot (boot.c) ----------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* session.c — one profiling session: start, stop, and the report at the end.
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
- * its atexit hook, its SIGTERM handler, its os._exit wrapper and the
+ * its atexit hook, its SIGTERM handler, its os._exit wrapper, its report
+ * before an os.exec* (exec.c wraps the functions) and the
  * writing of its report, in the format its options chose from the format
  * registry (src/report/format.c).
  * Called with the GIL from module.c and boot.c; the report may also be
@@ -12,6 +13,7 @@
 #include "ext.h"
 
 #include "../report/report.h"
+#include "../trace/trace.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -48,6 +50,8 @@ typedef struct sonde_session {
     bool exit_known;
     int exit_status;
     char exit_exception[64]; /* the exception's type name; "" none */
+    bool exec_wrapped;       /* os.execv/execve wrapped for this session (exec.c) */
+    bool exec_paused;        /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
 static sonde_session_t session;
@@ -160,6 +164,8 @@ static void session_remove_sigterm(sonde_session_t *s)
 
 /* ---- atexit ------------------------------------------------------------------------ */
 
+static int session_stop(bool flush_streams, bool write_report);
+
 /* At exit (GIL held): an exception the interpreter's top level printed
  * (sys.last_exc on 3.12+, sys.last_type before) ended the program with
  * exit status 1, or by SIGINT for KeyboardInterrupt. A clean exit or
@@ -178,8 +184,11 @@ static void session_note_exit_gil(sonde_session_t *s)
 
 static PyObject *session_atexit(PyObject *self, PyObject *unused)
 {
+    /* A script that never started (a syntax error) gets Python's
+     * traceback alone, as under plain python. */
+    bool write_report = !(session.from_run && sonde_boot_script_failed_gil());
     if (session.active && session.pid == getpid()) session_note_exit_gil(&session);
-    if (session.active && session.pid == getpid() && sonde_session_stop_gil() < 0) {
+    if (session.active && session.pid == getpid() && session_stop(true, write_report) < 0) {
         /* the report could not be written; say so, never raise at exit */
         PyErr_Clear();
     }
@@ -282,8 +291,6 @@ static int session_register_atexit(void)
 static PyObject *session_real_os_exit;    /* owned, kept for the process's life */
 static PyObject *session_os_exit_wrapper; /* owned */
 
-static int session_stop(bool flush_streams);
-
 static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *status = PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 && !kwargs
@@ -299,7 +306,7 @@ static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwarg
             session.exit_exception[0] = 0;
         }
     }
-    if (session.active && session.pid == getpid() && session_stop(false) < 0) PyErr_Clear();
+    if (session.active && session.pid == getpid() && session_stop(false, true) < 0) PyErr_Clear();
     return PyObject_Call(session_real_os_exit, args, kwargs);
 }
 
@@ -347,11 +354,39 @@ static void session_unwrap_os_exit(void)
     PyErr_Restore(type, value, tb);
 }
 
+/* ---- os.exec* ------------------------------------------------------------------------ */
+
+void sonde_session_before_exec_gil(void)
+{
+    sonde_session_t *s = &session;
+    if (!s->active || s->pid != getpid() || s->exec_paused || atomic_load(&s->reported)) return;
+    /* The program's buffered output is lost by the exec, as unprofiled;
+     * the report is not. The threads stay paused across the exec. */
+    sonde_sampler_pause(&s->sampler);
+    sonde_gpu_pause(&s->gpu);
+    s->exec_paused = true;
+    const char *what = "";
+    PyThreadState *save = PyEval_SaveThread();
+    int rc = session_report(s, &what);
+    PyEval_RestoreThread(save);
+    if (rc < 0) session_report_error(s, what, rc);
+}
+
+void sonde_session_after_exec_gil(void)
+{
+    sonde_session_t *s = &session;
+    if (!s->exec_paused) return;
+    s->exec_paused = false;
+    if (s->active && s->pid == getpid()) session_resume_threads();
+}
+
 /* ---- start / stop ---------------------------------------------------------------- */
 
 static void session_clear(sonde_session_t *s)
 {
     session_unwrap_os_exit();
+    if (s->exec_wrapped) sonde_exec_unwrap_gil();
+    s->exec_wrapped = false;
     sonde_memory_stop(&s->memory);
     sonde_memory_restore_gil(&s->memory);
     sonde_memory_free(&s->memory);
@@ -453,10 +488,11 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 ||
-        session_wrap_os_exit() < 0) {
+        session_wrap_os_exit() < 0 || sonde_exec_wrap_gil() < 0) {
         session_clear(s);
         return -1;
     }
+    s->exec_wrapped = true;
     rc = sonde_sampler_start_gil(&s->sampler);
     if (rc < 0) {
         session_clear(s);
@@ -506,12 +542,13 @@ static void session_flush_python_streams(void)
 
 int sonde_session_stop_gil(void)
 {
-    return session_stop(true);
+    return session_stop(true, true);
 }
 
-/* Stops the session and writes the report; flush_streams: flush
- * sys.stdout and sys.stderr first (not for os._exit). */
-static int session_stop(bool flush_streams)
+/* Stops the session and, if write_report, writes the report;
+ * flush_streams: flush sys.stdout and sys.stderr first (not for
+ * os._exit). */
+static int session_stop(bool flush_streams, bool write_report)
 {
     sonde_session_t *s = &session;
     if (!s->active) return 0;
@@ -527,7 +564,7 @@ static int session_stop(bool flush_streams)
     sonde_sampler_stop(&s->sampler);
     int rc = 0;
     int expected = 0;
-    if (s->pid == getpid() && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
+    if (write_report && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
         const char *what = "";
         if (flush_streams) session_flush_python_streams();
         Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);

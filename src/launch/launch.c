@@ -9,6 +9,7 @@
 #include "../core/buf.h"
 #include "../core/file.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,37 @@ static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
     return rc;
 }
 
+static bool launch_signals_blocked;
+static sigset_t launch_old_mask; /* the mask before launch_block_signals */
+
+int sonde_launch_block_signals(void)
+{
+    if (launch_signals_blocked) return 0;
+    sigset_t ours;
+    sigemptyset(&ours);
+    if (sigprocmask(SIG_SETMASK, NULL, &launch_old_mask) != 0) return -errno;
+    const int sigs[] = {SIGINT, SIGTERM};
+    char list[32] = "";
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(sigs); i++) {
+        if (sigismember(&launch_old_mask, sigs[i])) continue;
+        sigaddset(&ours, sigs[i]);
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%d", len ? "," : "", sigs[i]);
+    }
+    int rc = launch_setenv(SONDE_ENV_BLOCKED, list);
+    if (rc == 0 && sigprocmask(SIG_BLOCK, &ours, NULL) != 0) rc = -errno;
+    if (rc == 0) launch_signals_blocked = true;
+    return rc;
+}
+
+void sonde_launch_unblock_signals(void)
+{
+    if (!launch_signals_blocked) return;
+    launch_signals_blocked = false;
+    unsetenv(SONDE_ENV_BLOCKED);
+    sigprocmask(SIG_SETMASK, &launch_old_mask, NULL);
+}
+
 int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
                       const sonde_program_t *prog, const char *options, bool preload_shim,
                       char *err, size_t err_len)
@@ -165,10 +197,15 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
     }
     argv[k] = NULL;
     fflush(NULL);
+    if ((rc = sonde_launch_block_signals()) < 0) {
+        snprintf(err, err_len, "cannot block signals: %s", strerror(-rc));
+        goto error;
+    }
     execv(python, argv);
     rc = -errno;
-    snprintf(err, err_len, "cannot start the interpreter '%s': %s", python, strerror(errno));
+    snprintf(err, err_len, "cannot start the interpreter '%s': %s", python, strerror(-rc));
 error:
+    sonde_launch_unblock_signals(); /* one that came meanwhile ends the launcher */
     free(argv);
     sonde_buf_free(&paths);
     sonde_buf_free(&pypath);

@@ -25,7 +25,9 @@
 #define SONDE_ENV_MODE "SONDE_RUN_MODE"              /* "run" or "trace" */
 #define SONDE_ENV_HAD_PRELOAD "SONDE_HAD_LD_PRELOAD" /* "1" if LD_PRELOAD was set (--memory) */
 #define SONDE_ENV_PRELOAD "SONDE_ORIG_LD_PRELOAD"    /* the user's LD_PRELOAD (--memory) */
-#define SONDE_SHIM_NAME "libsonde_shim.so"           /* the allocator shim, in the package */
+/* SIGINT/SIGTERM numbers the launcher blocked, ','-separated */
+#define SONDE_ENV_BLOCKED "SONDE_RUN_BLOCKED_SIGNALS"
+#define SONDE_SHIM_NAME "libsonde_shim.so" /* the allocator shim, in the package */
 
 /* What to run: a script, a module or code (-c), and its arguments. */
 typedef struct sonde_program {
@@ -42,6 +44,16 @@ typedef struct sonde_program {
  * outfile (if any) can be written. Returns 0, or -errno with a one-line
  * message in err (no "sonde: " prefix). */
 int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *err, size_t err_len);
+
+/* From the launcher's first steps to the boot (src/ext/boot.c, which
+ * unblocks them once sonde's handlers are in place): SIGINT and SIGTERM
+ * (those not blocked already) are blocked and named in
+ * SONDE_RUN_BLOCKED_SIGNALS, so one that comes while the interpreter starts
+ * waits for sonde's handlers instead of killing a half-started session.
+ * Block returns 0 or -errno (idempotent); unblock restores the mask (a
+ * signal that came meanwhile is then delivered). */
+int sonde_launch_block_signals(void);
+void sonde_launch_unblock_signals(void);
 
 /* Replaces the process with the interpreter running the program under the
  * given mode ("run" or "trace"; the boot hook dispatches on it). options

@@ -11,11 +11,15 @@
  * site's start-up is not recorded. When that frame returns, the main
  * thread stops recording (threading's shutdown and atexit functions are
  * not the program's calls, as under cProfile); other threads go on until
- * the atexit handler disables the tracer. sonde_trace_boot_root and
+ * the atexit handler disables the tracer. Before os.exec* replaces the
+ * process (src/ext/exec.c wraps it), the statistics are written the same
+ * way, and tracing goes on if the exec fails; on SIGTERM, terminate.c's
+ * thread has them written before the process dies. sonde_trace_boot_root and
  * sonde_trace_root_done run inside the hooks (GIL held, never raise).
  */
 #include "trace_internal.h"
 
+#include "../core/file.h"
 #include "../launch/trace_options.h"
 
 #include <limits.h>
@@ -99,11 +103,13 @@ static void boot_exception_text(char *buf, size_t len)
     PyErr_Clear();
 }
 
-static PyObject *boot_atexit(PyObject *self, PyObject *unused)
+/* Stops the tracer and writes the statistics: to the -o file, or as
+ * cProfile's report on stdout, through sys.stdout at exit (after the
+ * program's own output) or, with direct_fd, straight to descriptor 1
+ * before an exec or SIGTERM (the program's buffered output is lost, as
+ * unprofiled). */
+static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
 {
-    sonde_trace_prof_t *p = boot_prof;
-    if (!p || getpid() != boot_pid) Py_RETURN_NONE; /* not ours (a forked child) */
-    boot_prof = NULL;
     char msg[512];
     sonde_trace_stats_t stats = {NULL, 0, 0};
     if (sonde_trace_disable_gil(p) < 0) {
@@ -115,6 +121,7 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
         boot_error("sonde: cannot build the statistics: %s%s", msg, NULL);
         goto done;
     }
+    if (p->armed && sonde_boot_script_failed_gil()) goto done; /* Python's traceback says it */
     if (stats.n_rows == 0) {
         boot_error("sonde: no function call was recorded%s%s",
                    p->armed ? " (the program's main code never started)" : "", NULL);
@@ -129,6 +136,11 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
         sonde_buf_t text = SONDE_BUF_INIT;
         if (sonde_trace_text_report(&stats, &boot_sort, &text) < 0) {
             boot_error("sonde: cannot build the report: %s%s", strerror(ENOMEM), NULL);
+        } else if (direct_fd) {
+            /* a closed stdout: nowhere to go, as for print() */
+            PyThreadState *save = PyEval_SaveThread();
+            (void)sonde_write_fd(STDOUT_FILENO, text.data, text.len);
+            PyEval_RestoreThread(save);
         } else {
             sonde_trace_stdout_write_gil(text.data, text.len);
             /* A closed or broken stdout, as print() would have met. Like
@@ -142,8 +154,66 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
     }
 done:
     sonde_trace_stats_free(&stats);
+}
+
+static PyObject *boot_atexit(PyObject *self, PyObject *unused)
+{
+    sonde_trace_prof_t *p = boot_prof;
+    if (!p || getpid() != boot_pid) Py_RETURN_NONE; /* not ours (a forked child) */
+    /* a SIGTERM from here on waits for the write */
+    sonde_trace_term_stop_gil();
+    boot_prof = NULL;
+    boot_write(p, false);
+    sonde_exec_unwrap_gil();
     Py_DECREF(p);
+    sonde_trace_term_finish_gil();
     Py_RETURN_NONE;
+}
+
+/* SIGTERM (terminate.c, on its thread with the GIL): the statistics are
+ * written, then the process ends. */
+static void boot_write_on_term(void)
+{
+    sonde_trace_prof_t *p = boot_prof;
+    if (!p || getpid() != boot_pid) return;
+    boot_prof = NULL;
+    boot_write(p, true);
+}
+
+/* ---- os.exec* ------------------------------------------------------------------------ */
+
+static bool boot_exec_pending; /* written before an exec still in progress */
+
+void sonde_trace_boot_before_exec_gil(void)
+{
+    sonde_trace_prof_t *p = boot_prof;
+    if (!p || getpid() != boot_pid || boot_exec_pending) return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    boot_write(p, true);
+    boot_exec_pending = true;
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+void sonde_trace_boot_after_exec_gil(void)
+{
+    sonde_trace_prof_t *p = boot_prof;
+    if (!boot_exec_pending) return;
+    boot_exec_pending = false;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    /* The main thread's stack was emptied by the write: its return to
+     * depth 0 no longer means the main frame returned. */
+    for (sonde_trace_thread_t *th = p ? p->threads : NULL; th; th = th->next)
+        th->root = false;
+    if (p && getpid() == boot_pid && sonde_trace_enable_gil(p) < 0) {
+        char msg[512];
+        boot_exception_text(msg, sizeof msg);
+        boot_error("sonde: cannot trace on after a failed exec: %s%s", msg, NULL);
+    }
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
 }
 
 static PyMethodDef boot_atexit_def = {"_sonde_trace_atexit", boot_atexit, METH_NOARGS,
@@ -203,7 +273,13 @@ int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program)
     Py_XDECREF(res);
     Py_XDECREF(func);
     Py_XDECREF(atexit);
-    if (!res || sonde_trace_enable_gil(p) < 0) {
+    if (!res || sonde_exec_wrap_gil() < 0) {
+        Py_DECREF(p);
+        return -1;
+    }
+    if (sonde_trace_enable_gil(p) < 0 || sonde_trace_term_start_gil(boot_write_on_term) < 0) {
+        if (sonde_trace_disable_gil(p) < 0) PyErr_Clear();
+        sonde_exec_unwrap_gil();
         Py_DECREF(p);
         return -1;
     }

@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdbool.h>
+
 /* Adds the tracer's API to the sonde._sonde module (Profile, run, runctx,
  * ...). Returns 0 or -1 with an exception. */
 int sonde_trace_module_init(PyObject *module);
@@ -21,5 +23,30 @@ int sonde_trace_module_init(PyObject *module);
  * arranges for the report/file at exit. Returns 0 or -1 with an exception
  * (the boot then prints it as one line and exits 2). */
 int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program);
+
+/* Before os.exec* (src/ext/exec.c): `sonde trace`'s boot profile is
+ * written (the tracer stops), and after an exec that failed all the same
+ * the tracer starts again. No-ops without a boot profile of this process.
+ * Never raise. */
+void sonde_trace_boot_before_exec_gil(void);
+void sonde_trace_boot_after_exec_gil(void);
+
+/* ---- provided by the extension's shared parts (src/ext/) ---------------------------- */
+
+/* (src/ext/exec.c) Puts wrappers in place of os.execv and os.execve that
+ * have the session and the boot profile write their reports before the
+ * process is replaced; counted: the last unwrap gives the functions back
+ * (if they are still the wrappers). Wrap returns 0 or -1 with an
+ * exception; unwrap never fails. */
+int sonde_exec_wrap_gil(void);
+void sonde_exec_unwrap_gil(void);
+
+/* (src/ext/boot.c) True when the interpreter could not start the program's
+ * main script: it reported (sys.last_value) an exception that no frame
+ * raised (sys.last_traceback is None), other than KeyboardInterrupt: a
+ * syntax error, a NUL byte or undecodable source met while compiling the
+ * script. Python's traceback is then all the output; the exit hooks of
+ * `sonde run` and `sonde trace` write no report. Never raises. */
+bool sonde_boot_script_failed_gil(void);
 
 #endif

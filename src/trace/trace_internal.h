@@ -312,6 +312,18 @@ sonde_trace_thread_t *sonde_trace_boot_root(sonde_trace_prof_t *p, PyObject *cod
 /* The root thread's stack became empty: the program returned. */
 void sonde_trace_root_done(sonde_trace_prof_t *p, sonde_trace_thread_t *th);
 
+/* `sonde trace` on SIGTERM (terminate.c). Start: if SIGTERM has its
+ * default action, installs the handler and starts the thread that calls
+ * write (with the GIL) and then ends the process by SIGTERM; returns 0
+ * (also when the program's own disposition is kept) or -1 with an
+ * exception. Stop: joins the thread (the GIL released meanwhile), so that
+ * a SIGTERM from then on only marks itself. Finish: puts the old
+ * disposition back, and ends the process by SIGTERM if one came since
+ * stop. No-ops in a forked child. */
+int sonde_trace_term_start_gil(void (*write)(void));
+void sonde_trace_term_stop_gil(void);
+void sonde_trace_term_finish_gil(void);
+
 SONDE_TRACE_HOT void sonde_trace_leave(sonde_trace_prof_t *p, uintptr_t key)
 {
     sonde_trace_thread_t *th = sonde_trace_thread(p);

@@ -52,15 +52,6 @@ def test_missing_script(env):
     check(not os.path.exists(out), "a profile was written for a missing script")
 
 
-def test_syntax_error(env):
-    script = env.write("bad.py", "print('before')\ndef broken(:\n    pass\n")
-    out = os.path.join(env.tmp, "p.json")
-    proc = env.run_sonde(["run", "--json", "-o", out, script])
-    _one_line_error(proc, "bad.py", "line 2")
-    check("before" not in proc.stdout, "the program ran despite the syntax error")
-    check(not os.path.exists(out), "a profile was written for a syntax error")
-
-
 def test_unwritable_outfile(env):
     script = env.write("ok.py", "open(%r, 'w').write('ran')\n" % os.path.join(env.tmp, "marker"))
     for target in (os.path.join(env.tmp, "no", "such", "dir", "p.json"), env.tmp):

@@ -1,0 +1,154 @@
+/* exec.c — the profile of what ran is written before os.exec* replaces
+ * the process.
+ *
+ * Owns: the wrappers put in place of os.execv and os.execve (every os.exec*
+ * function of the os module ends in one of them; os.posix_spawn is not an
+ * exec) while a `sonde run` session (session.c) or `sonde trace`'s boot
+ * profile (src/trace/boot.c) wants them. A wrapper whose target looks
+ * runnable (a regular file we may execute: the attempts of os.execvp on
+ * the PATH entries where the program is not are let through untouched)
+ * has the session and the tracer write their report, then calls the real
+ * function; should the exec fail all the same, both go on profiling and
+ * the report at the end covers the whole run. The new program inherits
+ * nothing of sonde's: the environment was restored at boot and sonde's
+ * descriptors are close-on-exec. GIL held throughout; no signal context.
+ */
+#include "ext.h"
+
+#include "../trace/trace.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { EXEC_V, EXEC_VE, EXEC_N };
+
+static const char *const exec_names[EXEC_N] = {"execv", "execve"};
+static PyObject *exec_real[EXEC_N];    /* owned: the functions found in os */
+static PyObject *exec_wrapper[EXEC_N]; /* owned, kept for the process's life */
+static int exec_users;                 /* wraps not yet unwrapped */
+
+/* Whether execve() of `path` (an os.exec* path argument: str, bytes, a
+ * path-like object or, for execve, a descriptor) can succeed: a regular
+ * file with permission to execute. When it cannot be told, true. Never
+ * raises. */
+static bool exec_target_runs(PyObject *path)
+{
+    struct stat st;
+    bool runs = true;
+    PyObject *bytes = NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyLong_Check(path)) {
+        long fd = PyLong_AsLong(path);
+        if (fd >= 0 && fd <= INT_MAX && fstat((int)fd, &st) == 0)
+            runs = S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH));
+    } else if (PyUnicode_FSConverter(path, &bytes)) {
+        const char *name = PyBytes_AS_STRING(bytes);
+        runs = stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0;
+        Py_DECREF(bytes);
+    }
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return runs;
+}
+
+static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
+{
+    PyObject *path = NULL; /* borrowed */
+    if (PyTuple_GET_SIZE(args) > 0)
+        path = PyTuple_GET_ITEM(args, 0);
+    else if (kwargs)
+        path = PyDict_GetItemString(kwargs, "path");
+    bool runs = path && exec_target_runs(path);
+    if (runs) {
+        sonde_session_before_exec_gil();
+        sonde_trace_boot_before_exec_gil();
+    }
+    PyObject *res = PyObject_Call(exec_real[which], args, kwargs);
+    if (runs) { /* it failed: profiling goes on */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        sonde_trace_boot_after_exec_gil();
+        sonde_session_after_exec_gil();
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
+    return res;
+}
+
+static PyObject *exec_execv(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return exec_call(EXEC_V, args, kwargs);
+}
+
+static PyObject *exec_execve(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return exec_call(EXEC_VE, args, kwargs);
+}
+
+static PyMethodDef exec_defs[EXEC_N] = {
+    {"execv", (PyCFunction)(void (*)(void))exec_execv, METH_VARARGS | METH_KEYWORDS,
+     "Execute an executable path with arguments, replacing current process.\n\n"
+     "(sonde: writes the profile first, then calls os.execv.)"},
+    {"execve", (PyCFunction)(void (*)(void))exec_execve, METH_VARARGS | METH_KEYWORDS,
+     "Execute an executable path with arguments, replacing current process.\n\n"
+     "(sonde: writes the profile first, then calls os.execve.)"},
+};
+
+int sonde_exec_wrap_gil(void)
+{
+    if (exec_users++ > 0) return 0;
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) goto error;
+    for (int i = 0; i < EXEC_N; i++) {
+        PyObject *current = PyObject_GetAttrString(os, exec_names[i]);
+        if (!current) {
+            PyErr_Clear(); /* no such function here: nothing to wrap */
+            continue;
+        }
+        if (!exec_wrapper[i]) { /* bound like the real one: profilers name it the same */
+            PyObject *self = PyCFunction_Check(current) ? PyCFunction_GET_SELF(current) : NULL;
+            PyObject *module = PyObject_GetAttrString(current, "__module__");
+            if (!module) PyErr_Clear();
+            exec_wrapper[i] = PyCFunction_NewEx(&exec_defs[i], self, module);
+            Py_XDECREF(module);
+        }
+        if (!exec_wrapper[i]) {
+            Py_DECREF(current);
+            Py_DECREF(os);
+            goto error;
+        }
+        if (current != exec_wrapper[i])
+            Py_XSETREF(exec_real[i], current);
+        else
+            Py_DECREF(current);
+        if (PyObject_SetAttrString(os, exec_names[i], exec_wrapper[i]) < 0) {
+            Py_DECREF(os);
+            goto error;
+        }
+    }
+    Py_DECREF(os);
+    return 0;
+error:
+    exec_users--;
+    return -1;
+}
+
+void sonde_exec_unwrap_gil(void)
+{
+    if (exec_users == 0 || --exec_users > 0) return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *os = PyImport_ImportModule("os");
+    for (int i = 0; os && i < EXEC_N; i++) {
+        PyObject *current = exec_real[i] ? PyObject_GetAttrString(os, exec_names[i]) : NULL;
+        if (current == exec_wrapper[i] &&
+            PyObject_SetAttrString(os, exec_names[i], exec_real[i]) < 0)
+            PyErr_Clear();
+        Py_XDECREF(current);
+    }
+    Py_XDECREF(os);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}

@@ -1,0 +1,109 @@
+"""os.exec* midway: before the process is replaced, the profile of what ran
+is written (`run`, `run --memory`, `trace`), complete; the new program runs
+as it would under plain python (same output, exit status, descriptors and
+environment: nothing of sonde's crosses the exec); an exec that fails all
+the same leaves profiling going on."""
+import json
+import os
+import re
+import stat
+
+from support import check, lines_by_no, marked_lines
+from trace_support import load_stats
+
+# The new program reports what it inherited: open descriptors (with what
+# they are) and any variable of sonde's; its exit status is its own.
+CHILD = ("import os; fds = os.listdir('/proc/self/fd'); "
+         "print('fds', sorted((int(f), os.path.exists('/proc/self/fd/' + f) and "
+         "os.readlink('/proc/self/fd/' + f)) for f in fds)); "
+         "print('env', sorted(k for k in os.environ if 'SONDE' in k or k == 'LD_PRELOAD')); "
+         "raise SystemExit(7)")
+
+EXEC_PROGRAM = """\
+    import os, sys, time
+    def hot():
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:  # @hot
+            pass
+    hot()
+    print("before exec", flush=True)
+    print("pending", end="")  # lost at the exec unless PYTHONUNBUFFERED
+    # execvp tries each PATH entry: the ones without it fail first
+    os.execvp(os.path.basename(sys.executable), [sys.executable, "-c", %r])
+    """ % CHILD
+
+MODES = (("run", ["run", "--json"], "json"), ("memory", ["run", "--memory", "--json"], "json"),
+         ("trace", ["trace"], "pstats"))
+
+
+def _check_profile(env, kind, out, script, functions):
+    check(os.path.exists(out), "no profile written")
+    if kind == "pstats":
+        stats = load_stats(env, out)  # pstats.Stats of the interpreter under test
+        for name in functions:
+            key = "%s:%d(%s)" % (os.path.basename(script), marked_lines(script)["def_" + name], name)
+            check(key in stats, "%s not in the statistics: %s" % (key, sorted(stats)[:20]))
+        return
+    with open(out) as f:
+        prof = json.load(f)
+    lines = lines_by_no(prof, script)
+    for name in functions:
+        line = lines.get(marked_lines(script)[name])
+        check(line and line["n_samples"] >= 1, "%s's loop in the profile: %r" % (name, line))
+
+
+def test_exec_writes_profile(env):
+    script = env.write("execs.py", EXEC_PROGRAM.replace("def hot():", "def hot():  # @def_hot"))
+    path_env = {"PATH": os.pathsep.join([os.path.join(env.tmp, "nowhere"), env.tmp,
+                                         os.path.dirname(env.python), os.environ.get("PATH", "")])}
+    plain = env.run_python([script], env=path_env)
+    check(plain.returncode == 7 and "fds" in plain.stdout, "plain python: %d %r %r"
+          % (plain.returncode, plain.stdout, plain.stderr))
+    for name, args, kind in MODES:
+        out = os.path.join(env.tmp, "exec-%s.%s" % (name, kind))
+        ours = env.run_sonde(args + ["-o", out, script], env=path_env)
+        check(ours.returncode == plain.returncode, "%s: exit %d; stderr:\n%s"
+              % (name, ours.returncode, ours.stderr[-2000:]))
+        # the same descriptors, up to the numbers of the test's own pipes
+        same = [re.sub(r"pipe:\[\d+\]", "pipe", p.stdout) for p in (plain, ours)]
+        check(same[0] == same[1], "%s: stdout differs\n--- python\n%s--- sonde\n%s"
+              % (name, plain.stdout, ours.stdout))
+        check(ours.stderr == plain.stderr, "%s: stderr %r, python's %r"
+              % (name, ours.stderr, plain.stderr))
+        _check_profile(env, kind, out, script, ["hot"])
+    leftovers = [f for f in os.listdir(env.tmp) if f.startswith(".")]
+    check(not leftovers, "temporary files left: %s" % leftovers)
+
+
+def test_failed_exec_profiling_goes_on(env):
+    # executable but neither ELF nor script: execv fails with ENOEXEC after
+    # the checks sonde can make, so the profile was written already
+    bogus = os.path.join(env.tmp, "bogus")
+    with open(bogus, "wb") as f:
+        f.write(b"\x00\x01not a program\n")
+    os.chmod(bogus, stat.S_IRWXU)
+    script = env.write("failexec.py", """\
+        import os, time
+        def first():  # @def_first
+            end = time.perf_counter() + 0.3
+            while time.perf_counter() < end:  # @first
+                pass
+        def second():  # @def_second
+            end = time.perf_counter() + 0.3
+            while time.perf_counter() < end:  # @second
+                pass
+        first()
+        try:
+            os.execv(%r, [%r])
+        except OSError as e:
+            print("exec failed:", e.errno)
+        second()
+        """ % (bogus, bogus))
+    plain = env.run_python([script])
+    check(plain.returncode == 0 and "exec failed" in plain.stdout, plain.stdout + plain.stderr)
+    for name, args, kind in MODES[::2]:
+        out = os.path.join(env.tmp, "failexec-%s.%s" % (name, kind))
+        ours = env.run_sonde(args + ["-o", out, script])
+        check(ours.returncode == 0 and ours.stdout == plain.stdout and ours.stderr == plain.stderr,
+              "%s: exit %d, %r %r" % (name, ours.returncode, ours.stdout, ours.stderr[-2000:]))
+        _check_profile(env, kind, out, script, ["first", "second"])
