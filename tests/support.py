@@ -19,8 +19,10 @@ def check(cond, message):
 class Env:
     """One interpreter's view of the build, plus a private temp directory."""
 
-    def __init__(self, name, python, version, build, root):
+    def __init__(self, name, python, version, build, root, sanitize=False):
         self.name = name
+        # built with ASan and UBSan (tests/run.py --sanitize)
+        self.sanitize = sanitize
         self.python = python
         self.version = version
         self.build = build
