@@ -127,9 +127,10 @@ def sanitizer_env(cc, log_dir):
     preload = os.environ.get("LD_PRELOAD", "")
     return {
         "LD_PRELOAD": libasan + (":" + preload if preload else ""),
-        "ASAN_OPTIONS": "verify_asan_link_order=0:detect_leaks=1:abort_on_error=0:"
+        "ASAN_OPTIONS": "verify_asan_link_order=0:detect_leaks=1:allocator_may_return_null=1:"
                         "log_path=" + os.path.join(log_dir, "asan"),
-        "LSAN_OPTIONS": "suppressions=" + os.path.join(ROOT, "tests", "lsan.supp"),
+        "LSAN_OPTIONS": "print_suppressions=0:suppressions="
+                        + os.path.join(ROOT, "tests", "lsan.supp"),
         "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:log_path="
                          + os.path.join(log_dir, "ubsan"),
     }
@@ -137,12 +138,15 @@ def sanitizer_env(cc, log_dir):
 
 def sanitizer_reports(log_dir):
     """Takes the report files written since the last call: the first lines
-    of each, or "" when there is none."""
+    of each report, or "" when there is none (a warning alone, such as a
+    failed allocation that returned NULL as the program asked, is none)."""
     texts = []
     for path in sorted(glob.glob(os.path.join(log_dir, "*"))):
         with open(path, errors="replace") as f:
             text = f.read()
         os.unlink(path)
+        if not any(w in text for w in ("ERROR: ", "runtime error: ", "SUMMARY: ")):
+            continue
         lines = [l for l in text.splitlines() if l.strip()]
         texts.append("%s: %s" % (os.path.basename(path), " | ".join(lines[:12])))
     return "; ".join(texts)
