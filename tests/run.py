@@ -304,6 +304,8 @@ def main():
         if args.sanitize:
             # after the build: make and the compiler run without libasan
             san_log = tempfile.mkdtemp(prefix="sonde-san-")
+            if support.ENV_BEFORE_SANITIZER is None:
+                support.ENV_BEFORE_SANITIZER = dict(os.environ)
             os.environ.update(sanitizer_env(args.cc, san_log))
         if first and (not args.k or args.k.startswith("unit")):
             run_unit_tests(build_dir, results, san_log)
