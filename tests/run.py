@@ -26,7 +26,8 @@ interpreter is not instrumented, the extension module is; `sonde run
 malloc), ASan and UBSan reports written to files that fail the test that
 made them, and leak detection on, except for the leaks CPython makes by
 design (tests/lsan.supp). A test function may set `test_x.no_sanitizer =
-"why"` to be skipped there (what measures time or overhead).
+"why"`, a module `NO_SANITIZER = "why"`, to be skipped there (what
+measures time or overhead, which ASan's slower code and allocator change).
 
 Interpreters: see tests/pythons.py (PYTHONS="...", or found on this machine;
 --python PATH adds and selects one; the supported range is the one in
@@ -321,7 +322,7 @@ def main():
                 if req and not env.has_module(req):
                     results.record(label, None, "needs %s" % req, skipped=True)
                     continue
-                why = getattr(func, "no_sanitizer", None)
+                why = getattr(func, "no_sanitizer", None) or getattr(mod, "NO_SANITIZER", None)
                 if args.sanitize and why:
                     results.record(label, None, "not under sanitizers: " + why, skipped=True)
                     continue
