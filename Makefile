@@ -149,10 +149,11 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
 $(BUILD)/python: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
-# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS).
+# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS, SAN=1).
 $(BUILD)/compiler: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(ALLFLAGS) $(SAN_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS) $(SAN_CFLAGS)' > $@
+	@echo '$(CC) $(ALLFLAGS)$(if $(SAN_CFLAGS), $(SAN_CFLAGS))' | cmp -s - $@ || \
+	    echo '$(CC) $(ALLFLAGS)$(if $(SAN_CFLAGS), $(SAN_CFLAGS))' > $@
 FORCE:
 
 $(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
