@@ -23,8 +23,9 @@ build/test-asan/<name> and runs the tests with the environment such a build
 needs (sanitizer_env below): libasan preloaded into every process (the
 interpreter is not instrumented, the extension module is; `sonde run
 --memory` puts its shim ahead of it, and the shim forwards to ASan's
-malloc), ASan and UBSan reports written to files that fail the test that
-made them, and leak detection on, except for the leaks CPython makes by
+malloc), ASan reports written to files that fail the test that made
+them (UBSan's end the process with status 1 and go to standard error),
+and leak detection on, except for the leaks CPython makes by
 design (tests/lsan.supp). A test function may set `test_x.no_sanitizer =
 "why"`, a module `NO_SANITIZER = "why"`, to be skipped there (what
 measures time or overhead, which ASan's slower code and allocator change).
@@ -117,8 +118,8 @@ class Results:
 
 
 def sanitizer_env(cc, log_dir):
-    """The environment variables of a --sanitize run, every report going to
-    a file under log_dir (asan.PID, ubsan.PID). libasan comes first on
+    """The environment variables of a --sanitize run, every ASan and LSan
+    report going to a file under log_dir (asan.PID). libasan comes first on
     LD_PRELOAD, the user's value after it; `sonde run --memory` then puts
     its shim ahead of both, which ASan accepts with verify_asan_link_order=0
     (the shim forwards every call to the next malloc, ASan's)."""
@@ -132,8 +133,9 @@ def sanitizer_env(cc, log_dir):
                         "log_path=" + os.path.join(log_dir, "asan"),
         "LSAN_OPTIONS": "print_suppressions=0:suppressions="
                         + os.path.join(ROOT, "tests", "lsan.supp"),
-        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:log_path="
-                         + os.path.join(log_dir, "ubsan"),
+        # gcc's libubsan beside libasan ignores log_path: its reports go to
+        # standard error and end the process with status 1
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
     }
 
 
