@@ -12,6 +12,10 @@
 #   make fuzz                 build the libFuzzer targets (tests/fuzz/, clang) into
 #                             build/fuzz/ and run each for FUZZ_SECONDS over its corpus
 #   make CC=clang             build with clang; WERROR=1 turns warnings into errors
+#   make SAN=1 BUILD=build/asan
+#                             build with AddressSanitizer and UBSan (every report
+#                             fatal), the allocator shim excepted (see SAN below);
+#                             `tests/run.py --sanitize` builds and tests so
 #   make V=1                  show each command in full (by default one line per
 #                             step: "CC src/x.c", "LD build/bin/sonde"; none with -s)
 #
@@ -55,6 +59,18 @@ ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
+# SAN=1: AddressSanitizer and UBSan, every report fatal, in everything but
+# the allocator shim. The shim is preloaded ahead of libasan and forwards to
+# it (dlsym(RTLD_NEXT)); instrumented, its hooks would run ASan's checks
+# inside malloc, before the runtime is initialised. It keeps frame pointers
+# so that ASan's fast unwinder sees through it. tests/run.py --sanitize
+# sets the environment such a build needs (LD_PRELOAD, ASAN_OPTIONS).
+SAN      ?= 0
+ifeq ($(SAN),1)
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+# What each compile and link adds (the shim's own value below).
+OBJ_SAN   = $(SAN_CFLAGS)
 ALLFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections -D_GNU_SOURCE \
             -DSONDE_DEBUG=$(SONDE_DEBUG) $(WARN) $(CFLAGS) $(EXTRA_CFLAGS)
 # gcc or clang (`make CC=clang`): the one flag they spell differently is the
@@ -120,39 +136,42 @@ else
 SHIM_NO_LOOP_CALLS := -fno-tree-loop-distribute-patterns
 endif
 $(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec $(SHIM_NO_LOOP_CALLS)
+# SAN=1 leaves the shim uninstrumented (see SAN above).
+$(SHIM_LIB) $(SHIM_OBJS): OBJ_SAN = $(if $(SAN_CFLAGS),-fno-omit-frame-pointer)
 
 $(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
 	@mkdir -p $(dir $@)
 	$(call step,CC,$<)
-	$(Q)$(CC) $(ALLFLAGS) $(EXTRA_INC) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) $(EXTRA_INC) -MMD -MP -c $< -o $@
 
 # Records which interpreter this build directory belongs to; a change of
 # PYTHON rebuilds everything.
 $(BUILD)/python: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
-# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS).
+# The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS, SAN=1).
 $(BUILD)/compiler: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(CC) $(ALLFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALLFLAGS)' > $@
+	@echo '$(CC) $(ALLFLAGS)$(if $(SAN_CFLAGS), $(SAN_CFLAGS))' | cmp -s - $@ || \
+	    echo '$(CC) $(ALLFLAGS)$(if $(SAN_CFLAGS), $(SAN_CFLAGS))' > $@
 FORCE:
 
 $(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
 
 # --gc-sections: the core parts only the command calls (another process's
 # threads, the process tree) stay out of the module.
 $(EXT_MOD): $(EXT_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -shared -Wl,--gc-sections -o $@ $^ $(LDLIBS)
 
 $(SHIM_LIB): $(SHIM_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,-z,defs -o $@ $^ -ldl -lpthread -lm
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -shared -Wl,-z,defs -o $@ $^ -ldl -lpthread -lm
 
 $(BUILD)/lib/sonde/%.py: sonde/%.py
 	@mkdir -p $(dir $@)
@@ -171,7 +190,7 @@ $(VIEWER_DIR)/.copied: viewer $(VIEWER)
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) $(UNIT_EXTRA) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 # The shim's test calls malloc/free/memcpy for their side effects on the
 # hooks: the compiler must not drop an unused malloc/free pair or merge
 # repeated copies (clang does, at -O2).
@@ -184,19 +203,19 @@ CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ON
 $(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) $(LDLIBS) $(CMD_LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) $(LDLIBS) $(CMD_LDLIBS)
 
 # The stand-in NVML of the GPU tests: tests only, never installed.
 $(FAKE_NVML): tests/gpu/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 # A test tool: prints every thread's Python stack of a live process.
 $(BUILD)/tests/pyread_dump: tests/pyread/pyread_dump.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -Isrc -o $@ $< $(CORE_OBJS) $(LDLIBS)
 
 unit: $(UNIT_BINS)
 
@@ -242,7 +261,7 @@ fuzz-seeds:
 $(FUZZ_BINS): $(BUILD)/bin/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) -fsanitize=fuzzer -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) \
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -fsanitize=fuzzer -Isrc -o $@ $< $(CLI_LIB_OBJS) $(CORE_OBJS) \
 	    $(FUZZ_LDFLAGS) $(LDLIBS) $(CMD_LDLIBS)
 
 # What `sonde run` needs (the demo: no unit tests, test tools or shim).

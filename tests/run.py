@@ -6,7 +6,7 @@ tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
     python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
-                         [--no-chroot] [--cc COMPILER] [--werror]
+                         [--no-chroot] [--cc COMPILER] [--werror] [--sanitize]
 
 Run as root with the Debian archive reachable, it also runs the whole suite
 for Debian unstable's CPython 3.13, 3.14 and 3.15 inside the chroot that
@@ -16,6 +16,19 @@ when it is made or cannot be); the final line counts those too.
 --cc builds with another C compiler (`make CC=clang`) in build/test-<cc>/<name>
 (beside the default compiler's build/test/<name>); --werror builds with
 WERROR=1 (every warning an error).
+
+--sanitize builds with AddressSanitizer and UBSan (`make SAN=1`, gcc, every
+report fatal; the allocator shim stays uninstrumented) in
+build/test-asan/<name> and runs the tests with the environment such a build
+needs (sanitizer_env below): libasan preloaded into every process (the
+interpreter is not instrumented, the extension module is; `sonde run
+--memory` puts its shim ahead of it, and the shim forwards to ASan's
+malloc), ASan reports written to files that fail the test that made
+them (UBSan's end the process with status 1 and go to standard error),
+and leak detection on, except for the leaks CPython makes by
+design (tests/lsan.supp). A test function may set `test_x.no_sanitizer =
+"why"`, a module `NO_SANITIZER = "why"`, to be skipped there (what
+measures time or overhead, which ASan's slower code and allocator change).
 
 Interpreters: see tests/pythons.py (PYTHONS="...", or found on this machine;
 --python PATH adds and selects one; the supported range is the one in
@@ -34,6 +47,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -44,14 +58,19 @@ import pythons  # noqa: E402
 import support  # noqa: E402
 
 
-def build(name, python, cc="", werror=False):
-    build_dir = os.path.join("build", "test-" + os.path.basename(cc) if cc else "test", name)
+def build(name, python, cc="", werror=False, sanitize=False):
+    if sanitize:
+        build_dir = os.path.join("build", "test-asan", name)
+    else:
+        build_dir = os.path.join("build", "test-" + os.path.basename(cc) if cc else "test", name)
     t0 = time.time()
     argv = ["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python]
     if cc:
         argv.append("CC=" + cc)
     if werror:
         argv.append("WERROR=1")
+    if sanitize:
+        argv.append("SAN=1")
     proc = subprocess.run(argv + ["all"], cwd=ROOT, capture_output=True, text=True)
     ok = proc.returncode == 0
     detail = (proc.stdout + proc.stderr).strip()
@@ -98,7 +117,45 @@ class Results:
             print("FAIL %s (%.1fs): %s" % (label, seconds, detail), flush=True)
 
 
-def run_unit_tests(build_dir, results):
+def sanitizer_env(cc, log_dir):
+    """The environment variables of a --sanitize run, every ASan and LSan
+    report going to a file under log_dir (asan.PID). libasan comes first on
+    LD_PRELOAD, the user's value after it; `sonde run --memory` then puts
+    its shim ahead of both, which ASan accepts with verify_asan_link_order=0
+    (the shim forwards every call to the next malloc, ASan's)."""
+    libasan = subprocess.run([cc or "gcc", "-print-file-name=libasan.so"], capture_output=True,
+                             text=True).stdout.strip()
+    libasan = os.path.realpath(libasan)
+    preload = os.environ.get("LD_PRELOAD", "")
+    return {
+        "LD_PRELOAD": libasan + (":" + preload if preload else ""),
+        "ASAN_OPTIONS": "verify_asan_link_order=0:detect_leaks=1:allocator_may_return_null=1:"
+                        "log_path=" + os.path.join(log_dir, "asan"),
+        "LSAN_OPTIONS": "print_suppressions=0:suppressions="
+                        + os.path.join(ROOT, "tests", "lsan.supp"),
+        # gcc's libubsan beside libasan ignores log_path: its reports go to
+        # standard error and end the process with status 1
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+    }
+
+
+def sanitizer_reports(log_dir):
+    """Takes the report files written since the last call: the first lines
+    of each report, or "" when there is none (a warning alone, such as a
+    failed allocation that returned NULL as the program asked, is none)."""
+    texts = []
+    for path in sorted(glob.glob(os.path.join(log_dir, "*"))):
+        with open(path, errors="replace") as f:
+            text = f.read()
+        os.unlink(path)
+        if not any(w in text for w in ("ERROR: ", "runtime error: ", "SUMMARY: ")):
+            continue
+        lines = [l for l in text.splitlines() if l.strip()]
+        texts.append("%s: %s" % (os.path.basename(path), " | ".join(lines[:12])))
+    return "; ".join(texts)
+
+
+def run_unit_tests(build_dir, results, san_log=None):
     for binary in sorted(glob.glob(os.path.join(build_dir, "tests", "test_*"))):
         name = os.path.basename(binary)
         t0 = time.time()
@@ -113,6 +170,9 @@ def run_unit_tests(build_dir, results):
                 detail = "exit %d; %s" % (proc.returncode, "; ".join(fails[:5]) or out[-500:])
         except subprocess.TimeoutExpired:
             ok, detail = False, "timed out"
+        reports = sanitizer_reports(san_log) if san_log else ""
+        if reports:
+            ok, detail = False, "sanitizer report: " + reports[:3000]
         results.record("unit/%s" % name, ok, detail, time.time() - t0)
 
 
@@ -203,8 +263,14 @@ def main():
     ap.add_argument("--cc", default="", help="C compiler to build with (make CC=...), "
                     "in build/test-<cc>/")
     ap.add_argument("--werror", action="store_true", help="build with WERROR=1")
+    ap.add_argument("--sanitize", action="store_true", help="build with ASan and UBSan "
+                    "(make SAN=1) in build/test-asan/ and run under them")
     args = ap.parse_args()
 
+    if args.sanitize and args.cc and "gcc" not in os.path.basename(args.cc):
+        print("--sanitize builds with gcc (its shared libasan is what the interpreter preloads)")
+        print("0 passed, 1 failed")
+        return 1
     results = Results(args.v)
     paths = [p for p in args.python if os.sep in p]
     for path in paths:
@@ -232,14 +298,22 @@ def main():
     # tests of the command itself (ONCE)
     first = not args.inside_chroot
     for name, python, version in interps:
-        ok, build_dir, detail, secs = build(name, python, args.cc, args.werror)
+        ok, build_dir, detail, secs = build(name, python, args.cc, args.werror, args.sanitize)
         results.record("build [%s]" % name, ok, detail[-2000:] if not ok else "", secs)
         if not ok:
             first = False
             continue
+        san_log = None
+        if args.sanitize:
+            # after the build: make and the compiler run without libasan
+            san_log = tempfile.mkdtemp(prefix="sonde-san-")
+            if support.ENV_BEFORE_SANITIZER is None:
+                support.ENV_BEFORE_SANITIZER = dict(os.environ)
+            os.environ.update(sanitizer_env(args.cc, san_log))
         if first and (not args.k or args.k.startswith("unit")):
-            run_unit_tests(build_dir, results)
-        env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT)
+            run_unit_tests(build_dir, results, san_log)
+        env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT,
+                        sanitize=args.sanitize)
         for mod_name, mod, tests in modules:
             if getattr(mod, "ONCE", False) and not first:
                 continue
@@ -250,10 +324,17 @@ def main():
                 if req and not env.has_module(req):
                     results.record(label, None, "needs %s" % req, skipped=True)
                     continue
+                why = getattr(func, "no_sanitizer", None) or getattr(mod, "NO_SANITIZER", None)
+                if args.sanitize and why:
+                    results.record(label, None, "not under sanitizers: " + why, skipped=True)
+                    continue
                 try:
                     ok, detail, secs = run_test(func, env)
                 finally:
                     env.cleanup()
+                reports = sanitizer_reports(san_log) if san_log else ""
+                if reports:
+                    ok, detail = False, "sanitizer report: " + reports[:3000]
                 if ok is None:
                     results.record(label, None, detail, skipped=True)
                 else:
@@ -261,7 +342,7 @@ def main():
         first = False
 
     tested = [n for n, _, _ in interps]
-    if not args.no_chroot and not args.python:
+    if not args.no_chroot and not args.python and not args.sanitize:
         tested += run_in_chroot(args, results)
     if results.failures:
         print("failed: " + ", ".join(results.failures))

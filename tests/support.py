@@ -7,6 +7,17 @@ import tempfile
 import textwrap
 
 
+# The environment before tests/run.py --sanitize added its variables
+# (libasan on LD_PRELOAD, the sanitizer options); None without --sanitize.
+ENV_BEFORE_SANITIZER = None
+
+
+def outside_env():
+    """The environment for tools that are not sonde and run no sonde code
+    (node and the browser): without the sanitizer's variables."""
+    return dict(ENV_BEFORE_SANITIZER if ENV_BEFORE_SANITIZER is not None else os.environ)
+
+
 class Skip(Exception):
     """Raised by a test that cannot run here (the reason is printed)."""
 
@@ -19,8 +30,10 @@ def check(cond, message):
 class Env:
     """One interpreter's view of the build, plus a private temp directory."""
 
-    def __init__(self, name, python, version, build, root):
+    def __init__(self, name, python, version, build, root, sanitize=False):
         self.name = name
+        # built with ASan and UBSan (tests/run.py --sanitize)
+        self.sanitize = sanitize
         self.python = python
         self.version = version
         self.build = build

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import parse_svg, sonde_ok  # noqa: E402
-from support import Skip, check  # noqa: E402
+from support import Skip, check, outside_env  # noqa: E402
 
 ONCE = True
 
@@ -75,7 +75,8 @@ def test_flamegraph_in_browser(env):
     with open(case, "w", encoding="utf-8") as f:
         json.dump({"svg": svg, "screenshot": os.path.join(out_dir, "hostile.png"),
                    "frame": EVIL, "search": "onerror"}, f)
-    run = subprocess.run(["node", DRIVER, case], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(["node", DRIVER, case], capture_output=True, text=True, timeout=120,
+                         env=outside_env())
     lines = run.stdout.splitlines()
     fails = [l for l in lines if l.startswith("FAIL")]
     check(run.returncode == 0 and not fails and lines,

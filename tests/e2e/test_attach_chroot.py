@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import parse_folded  # noqa: E402
-from support import Skip, check  # noqa: E402
+from support import Skip, check, outside_env  # noqa: E402
 
 ONCE = True
 
@@ -33,7 +33,7 @@ def _chroot(env):
     tool = os.path.join(env.root, "tools", "chroot.sh")
     if os.geteuid() != 0:
         raise Skip("needs root for the chroot")
-    proc = subprocess.run([tool, "ensure"], capture_output=True, text=True)
+    proc = subprocess.run([tool, "ensure"], capture_output=True, text=True, env=outside_env())
     if proc.returncode != 0:
         raise Skip("no chroot: " + proc.stderr.strip()[-200:])
     return tool
@@ -44,7 +44,8 @@ def _in_chroot(env, tool, version):
     (Popen, host pid of the interpreter)."""
     script = env.write("chroot_target_%s.py" % version, TARGET)  # under /tmp, bound inside
     proc = subprocess.Popen([tool, "run", "exec python%s %s" % (version, script)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=outside_env())
     line = proc.stdout.readline()
     check(line.startswith("ready "), "target did not start: %r %s" % (line, proc.stderr.read()
                                                                         if proc.poll() is not None
@@ -78,7 +79,7 @@ def test_dump_and_attach_chroot_pythons(env):
             notes.append("%s: %d/%d samples in the worker" % (version, leaf, total))
         finally:
             proc.kill()
-            subprocess.run(["pkill", "-f", "chroot_target_%s.py" % version])
+            subprocess.run(["pkill", "-f", "chroot_target_%s.py" % version], env=outside_env())
             proc.wait()
             time.sleep(0.1)
     return ", ".join(notes)

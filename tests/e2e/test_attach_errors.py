@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pythons  # noqa: E402
 from attach_support import Target, program  # noqa: E402
-from support import Skip, check  # noqa: E402
+from support import Skip, check, outside_env  # noqa: E402
 
 ONCE = True
 
@@ -70,7 +70,8 @@ def _fake_python(env, minor):
         raise Skip("no C compiler to build a fake interpreter")
     src = env.write("fake%d.c" % minor, FAKE_PYTHON.replace("VERSION_HEX", hex(0x030000f0 | minor << 16)))
     exe = os.path.join(env.tmp, "python3.%d" % minor)
-    build = subprocess.run([cc, "-O0", "-o", exe, src], capture_output=True, text=True)
+    build = subprocess.run([cc, "-O0", "-o", exe, src], capture_output=True, text=True,
+                           env=outside_env())
     check(build.returncode == 0, build.stderr)
     return subprocess.Popen([exe])
 

@@ -5,14 +5,15 @@ the demo needs and names the HTML report on its last line. Runs once
 import os
 import subprocess
 
-from support import check
+from support import check, outside_env
 
 ONCE = True
 
 
 def _make(env, build, *args):
     proc = subprocess.run(["make", "--no-print-directory", "BUILD=" + build, "PYTHON=" + env.python]
-                          + list(args), capture_output=True, text=True, cwd=env.root, timeout=300)
+                          + list(args), capture_output=True, text=True, cwd=env.root, timeout=300,
+                          env=outside_env())
     check(proc.returncode == 0, "make %s failed: %s" % (" ".join(args), proc.stderr[-2000:]))
     return proc
 

@@ -26,6 +26,11 @@ import sys
 
 from support import Skip, check, file_entry, lines_by_no, line_total, marked_lines
 
+# tests/run.py --sanitize skips this module: it measures CPU attribution
+# against the program's own clocks, for about 5 minutes under ASan on one
+# interpreter, and ASan's slower sampler changes what it measures.
+NO_SANITIZER = "CPU-time accuracy (timing), minutes under ASan"
+
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
 
 

@@ -21,7 +21,7 @@ import stat
 import subprocess
 import time
 
-from support import Skip, check
+from support import Skip, check, outside_env
 
 ONCE = True
 
@@ -94,7 +94,7 @@ def _drive(env, case, html, json_path, expect=None, shot=None, **extra):
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
     proc = subprocess.run(["node", DRIVER, spec_path], capture_output=True, text=True,
-                          timeout=240, cwd=env.root)
+                          timeout=240, cwd=env.root, env=outside_env())
     lines = proc.stdout.splitlines()
     fails = [l for l in lines if l.startswith("FAIL ")]
     passes = [l for l in lines if l.startswith("PASS ")]

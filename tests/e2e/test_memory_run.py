@@ -5,14 +5,16 @@ including programs that fork, start threads, use a fork-based
 multiprocessing pool or run `subprocess.run(["ls"])`; children do not
 inherit the allocator shim; without --memory the reports carry no memory
 field; with it the terminal report has the memory columns, a sparkline per
-line and the leak list, and a long run's JSON stays bounded.
+line and the leak list, and a long run's JSON stays bounded. The shim is
+the malloc the program calls, under tests/run.py --sanitize too (ahead of
+libasan, which serves it).
 """
 import json
 import os
 import re
 import subprocess
 
-from support import check, file_entry
+from support import check, file_entry, lines_by_no, marked_lines
 
 TRANSPARENT = """
     import os
@@ -191,3 +193,54 @@ def test_memory_bad_threshold(env):
     proc = env.run_sonde(["run", "--memory", "--malloc-threshold", "12", script])
     check(proc.returncode == 2 and "--malloc-threshold" in proc.stderr,
           "exit %d: %s" % (proc.returncode, proc.stderr))
+
+
+PRELOADED = """
+    import ctypes
+    import sys
+
+    def mapped(name):
+        with open("/proc/self/maps") as f:
+            return [l.split()[-1] for l in f if name in l.split()[-1]][:1]
+
+    # the malloc every library calls is the one the dynamic linker found
+    # first: the shim's, whatever else is preloaded (libasan under --sanitize)
+    libc = ctypes.CDLL(None)
+    where = ctypes.cast(libc.malloc, ctypes.c_void_p).value
+    owner = "?"
+    with open("/proc/self/maps") as f:
+        for l in f:
+            lo, hi = (int(x, 16) for x in l.split()[0].split("-"))
+            if lo <= where < hi:
+                owner = l.split()[-1]
+    print("shim", mapped("libsonde_shim"), "asan", mapped("libasan"), "malloc in", owner)
+    libc.malloc.restype = ctypes.c_void_p
+    blocks = [libc.malloc(1 << 20) for _ in range(64)]  # @native
+    data = [bytearray(1 << 20) for _ in range(64)]  # @python
+    print(sum(1 for b in blocks if b), len(data))
+    libc.free.argtypes = [ctypes.c_void_p]
+    for b in blocks:
+        libc.free(b)
+"""
+
+
+def test_memory_shim_active(env):
+    """The shim is preloaded and is the malloc the program calls (under
+    tests/run.py --sanitize too, ahead of libasan, which then serves it):
+    both lines' 64 MiB are counted."""
+    script = env.write("preloaded.py", PRELOADED)
+    out = os.path.join(env.tmp, "preloaded.json")
+    proc = env.run_sonde(["run", "--memory", "--json", "-o", out, script])
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-2000:]))
+    first = proc.stdout.splitlines()[0]
+    check("libsonde_shim.so" in first.split("malloc in")[1], "malloc is not the shim's: " + first)
+    check(env.sanitize == ("libasan" in first.split("malloc in")[0]),
+          "libasan mapped %s, sanitizer build %s: %s" % ("libasan" in first, env.sanitize, first))
+    with open(out, encoding="utf-8") as f:
+        prof = json.load(f)
+    marks, lines = marked_lines(script), lines_by_no(prof, script)
+    got = {m: lines.get(marks[m], {}).get("n_malloc_mb", 0.0) for m in ("native", "python")}
+    # 64 MiB each, sampled: within a quarter
+    for mark, mb in got.items():
+        check(48 <= mb <= 84, "%s line: %.1f MB allocated, truth 67.1 MB" % (mark, mb))
+    return "native %.1f MB, Python %.1f MB (truth 67.1); %s" % (got["native"], got["python"], first)
