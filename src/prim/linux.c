@@ -150,6 +150,36 @@ bool sonde_prim_fd_is_open(int fd)
 
 static atomic_int linux_kept_count; /* checked descriptors kept now */
 
+/* A program that closed one of sonde's descriptors manages its descriptor
+ * numbers itself (closerange, then opening or dup2-ing onto chosen
+ * numbers). Any open() of sonde's then races with it: open takes the
+ * lowest free number for a moment, so the program's open gets another
+ * number than under Python and its dup2 onto that number fails with EBUSY.
+ * So after each such loss sonde opens nothing in the process for a while
+ * (2 s, doubling at each new loss, at most 64 s): readings that need a
+ * file are unknown meanwhile (a blocked thread's time is not classified). */
+#define LINUX_QUIET_FIRST_NS (2 * SONDE_NS_PER_SEC)
+#define LINUX_QUIET_MAX_NS (64 * SONDE_NS_PER_SEC)
+static _Atomic sonde_ns_t linux_quiet_until; /* monotonic ns; 0: never lost */
+static _Atomic sonde_ns_t linux_quiet_span;
+
+static void linux_kept_lost(void)
+{
+    sonde_ns_t now = sonde_prim_monotonic_ns();
+    if (now < sonde_atomic_load_relaxed(&linux_quiet_until)) return; /* same loss */
+    sonde_ns_t span = sonde_atomic_load_relaxed(&linux_quiet_span);
+    span = span == 0 ? LINUX_QUIET_FIRST_NS : span * 2;
+    if (span > LINUX_QUIET_MAX_NS) span = LINUX_QUIET_MAX_NS;
+    sonde_atomic_store_relaxed(&linux_quiet_span, span);
+    sonde_atomic_store_relaxed(&linux_quiet_until, now + span);
+}
+
+bool sonde_prim_kept_quiet(void)
+{
+    sonde_ns_t until = sonde_atomic_load_relaxed(&linux_quiet_until);
+    return until != 0 && sonde_prim_monotonic_ns() < until;
+}
+
 /* The lowest number for a kept descriptor: near the top of the soft limit,
  * or 3 where the limit is too small to leave the program room. */
 static int linux_kept_base(void)
@@ -200,6 +230,7 @@ int sonde_prim_kept_get(sonde_prim_kept_fd_t *kept)
         return kept->fd;
     kept->fd = -1; /* closed by the program, perhaps reused: no longer ours */
     sonde_atomic_add_relaxed(&linux_kept_count, -1);
+    linux_kept_lost();
     return -EBADF;
 }
 
@@ -243,6 +274,7 @@ ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, sonde_prim
     bool transient = false; /* opened for this read only (no room to keep it) */
     if (fd < 0) {
         char path[96];
+        if (pid <= 0 && sonde_prim_kept_quiet()) return -EAGAIN;
         if (pid > 0)
             snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
         else

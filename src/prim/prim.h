@@ -96,6 +96,11 @@ int sonde_prim_kept_adopt(sonde_prim_kept_fd_t *kept, int fd, bool check);
  * that a program with many threads keeps its descriptors); a caller without
  * room opens, uses and closes. */
 bool sonde_prim_kept_room(void);
+/* True for a while after the program closed or reused one of sonde's
+ * checked descriptors (2 s, doubling at each new loss up to 64 s): sonde
+ * opens no file in the process meanwhile, since an open races with a
+ * program that chooses its own numbers (its dup2 would fail with EBUSY). */
+bool sonde_prim_kept_quiet(void);
 /* The descriptor, when it is open and still the file it was opened on;
  * otherwise it is forgotten (not closed: the number is the program's now)
  * and -EBADF is returned. */

@@ -18,7 +18,8 @@
  * open (in this process, while sonde_prim_kept_room allows; else opened
  * for the one read), opened again when the program took it over; closed
  * again when a read fails. Returns the length read, NUL-terminated in buf, or -errno
- * (-ESRCH when the thread or process is gone). */
+ * (-ESRCH when the thread or process is gone; -EAGAIN, nothing opened, in
+ * this process while sonde_prim_kept_quiet()). */
 ssize_t sonde__prim_task_read(pid_t pid, pid_t tid, const char *name, sonde_prim_kept_fd_t *kept,
                               char *buf, size_t len);
 

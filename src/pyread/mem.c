@@ -97,6 +97,7 @@ static int mem_read_copy(sonde_mem_t *mem, uint64_t addr, void *buf, size_t len)
 static int mem_open_procmem(sonde_mem_t *mem)
 {
     if (sonde_prim_kept_get(&mem->procmem) >= 0) return 0;
+    if (mem->self && sonde_prim_kept_quiet()) return -EAGAIN; /* see prim.h */
     int fd = sonde_prim_proc_open(mem->pid, "mem");
     if (fd < 0) return fd;
     return sonde_prim_kept_adopt(&mem->procmem, fd, mem->self);

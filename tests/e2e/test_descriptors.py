@@ -74,7 +74,7 @@ FLOOD = """
     time.sleep(0.05)
     log = os.open("log_flood.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
     stop = threading.Event()
-    worker = threading.Thread(target=stop.wait)
+    worker = threading.Thread(target=stop.wait, daemon=True)  # an error ends the run
     worker.start()
     time.sleep(0.05)
     limit = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
