@@ -1,7 +1,11 @@
 # sonde — build, test, benchmark.
 #
-#   make                      build for the python3 on PATH into build/
-#   make PYTHON=/path/python  build for another interpreter
+#   make                      build into build/, with the extension module for
+#                             every CPython 3.8-3.15 found here (python3 first;
+#                             tools/pythons.sh says which), side by side
+#   make PYTHON=/path/python  build for that interpreter only (adding its module
+#                             beside those already built)
+#   make PYTHONS="a b"        build for these interpreters (paths or names)
 #   make demo                 build what the demo needs and profile the bundled
 #                             example (terminal report; its last line names the
 #                             HTML report, build/demo.html)
@@ -19,9 +23,13 @@
 #   make V=1                  show each command in full (by default one line per
 #                             step: "CC src/x.c", "LD build/bin/sonde"; none with -s)
 #
-# One build directory serves one interpreter: build/bin/sonde (the command),
-# build/lib/sonde/ (the package with the extension module and _boot/, the
-# sitecustomize hook through which `sonde run` starts profiling).
+# One build directory serves every interpreter built for: build/bin/sonde
+# (the command), build/lib/sonde/ (the package: one extension module per
+# interpreter, _sonde.cpython-3XY-<arch>.so, which Python's import picks by
+# name, and _boot/, the sitecustomize hook through which `sonde run` starts
+# profiling). The objects of the core and the command use no Python header
+# and are shared; each interpreter's extension objects sit in
+# build/obj/<suffix>/. PYTHON is the first interpreter (the demo's).
 
 PYTHON ?= python3
 BUILD  ?= build
@@ -30,6 +38,8 @@ CC     ?= gcc
 PY_EXE      := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
 PY_INCLUDE  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 EXT_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+# The extension's objects, per interpreter: build/obj/cpython-311-x86_64-linux-gnu/
+EXT_TAG     := $(patsubst .%.so,%,$(EXT_SUFFIX))
 
 ifeq ($(PY_EXE),)
 $(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
@@ -100,7 +110,7 @@ CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))
-EXT_OBJS  := $(EXT_SRCS:%.c=$(BUILD)/obj/%.o)
+EXT_OBJS  := $(EXT_SRCS:%.c=$(BUILD)/obj/$(EXT_TAG)/%.o)
 # The allocator shim, preloaded by `sonde run --memory`: links neither
 # libpython nor the core, and exports only the hooked libc names and its
 # sonde_shim_* entry points (tests/e2e/test_memory_shim.py checks).
@@ -122,12 +132,32 @@ VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
-.PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds
+.PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
+        other-exts ext-module demo-deps
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
-     $(BUILD)/python $(FAKE_NVML)
+     $(FAKE_NVML) other-exts
 
-$(BUILD)/obj/src/ext/%.o $(BUILD)/obj/src/trace/%.o: EXTRA_INC = -I$(PY_INCLUDE)
-$(TRACE_PURE_SRCS:%.c=$(BUILD)/obj/%.o): EXTRA_INC =
+# The other interpreters' modules: those of PYTHONS when given, else every
+# one found unless PYTHON was given. One make each, with PYTHON set, once the
+# shared objects exist. Discovery runs here, not when the Makefile is read,
+# so that other targets do not pay for it.
+ifneq ($(strip $(PYTHONS)),)
+OTHER_PYTHONS_CMD := tools/pythons.sh $(PYTHONS)
+else ifeq ($(origin PYTHON),file)
+OTHER_PYTHONS_CMD := tools/pythons.sh
+else
+OTHER_PYTHONS_CMD := true
+endif
+other-exts: $(EXT_MOD) $(CORE_OBJS)
+	@for p in $$($(OTHER_PYTHONS_CMD)); do \
+	    s=$$("$$p" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null); \
+	    [ -n "$$s" ] && [ "$$s" != '$(EXT_SUFFIX)' ] || continue; \
+	    $(MAKE) --no-print-directory PYTHON="$$p" ext-module || exit 1; \
+	done
+
+ext-module: $(EXT_MOD)
+
+$(BUILD)/obj/$(EXT_TAG)/%.o: EXTRA_INC = -I$(PY_INCLUDE)
 # Hooks: static TLS, and no loop may be turned into a call to the memcpy
 # or memset it implements or runs under.
 ifeq ($(CC_IS_CLANG),1)
@@ -139,16 +169,21 @@ $(BUILD)/obj/src/shim/%.o: EXTRA_INC = -ftls-model=initial-exec $(SHIM_NO_LOOP_C
 # SAN=1 leaves the shim uninstrumented (see SAN above).
 $(SHIM_LIB) $(SHIM_OBJS): OBJ_SAN = $(if $(SAN_CFLAGS),-fno-omit-frame-pointer)
 
-$(BUILD)/obj/%.o: %.c $(BUILD)/python $(BUILD)/compiler
+$(BUILD)/obj/%.o: %.c $(BUILD)/compiler
 	@mkdir -p $(dir $@)
 	$(call step,CC,$<)
 	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) $(EXTRA_INC) -MMD -MP -c $< -o $@
 
-# Records which interpreter this build directory belongs to; a change of
-# PYTHON rebuilds everything.
-$(BUILD)/python: FORCE
-	@mkdir -p $(BUILD)
-	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
+# An extension object: the interpreter's headers (its stamp: another
+# interpreter with the same module suffix, or its headers moved, rebuilds).
+$(BUILD)/obj/$(EXT_TAG)/%.o: %.c $(BUILD)/compiler $(BUILD)/obj/$(EXT_TAG)/python
+	@mkdir -p $(dir $@)
+	$(call step,CC,$< [$(EXT_TAG)])
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) $(EXTRA_INC) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/$(EXT_TAG)/python: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(PY_EXE) $(PY_INCLUDE)' | cmp -s - $@ || echo '$(PY_EXE) $(PY_INCLUDE)' > $@
 # The same for the compiler and its flags (CC=clang, WERROR=1, CFLAGS, SAN=1).
 $(BUILD)/compiler: FORCE
 	@mkdir -p $(BUILD)
@@ -267,13 +302,17 @@ $(FUZZ_BINS): $(BUILD)/bin/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(CLI_LI
 # What `sonde run` needs (the demo: no unit tests, test tools or shim).
 DEMO_DEPS := $(SONDE_BIN) $(EXT_MOD) $(PY_FILES) $(VIEWER_DIR)/.copied
 
+# (A recipe, even empty, keeps make from saying "is up to date" when it is.)
+demo-deps: $(DEMO_DEPS)
+	@:
+
 # Builds what the demo needs, profiles examples/demo.py on the terminal,
 # then writes the same program's HTML report (its output not shown again)
 # and names it on the last line. The demo runs the interpreter it was
 # built for (PYTHON), not whichever python3 comes first on PATH.
 demo:
 	@tools/setup-deps.sh
-	@$(MAKE) --no-print-directory $(DEMO_DEPS)
+	@$(MAKE) --no-print-directory demo-deps
 	@echo '$$ $(SONDE_BIN) run examples/demo.py'
 	@SONDE_PYTHON='$(PY_EXE)' $(SONDE_BIN) run examples/demo.py
 	@SONDE_PYTHON='$(PY_EXE)' $(SONDE_BIN) run --html -o $(BUILD)/demo.html examples/demo.py >/dev/null

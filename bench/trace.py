@@ -167,7 +167,7 @@ def interpreters(wanted):
 
 def build(name, python):
     build_dir = os.path.join(ROOT, "build", "bench", name)
-    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "all"],
+    proc = subprocess.run(["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "PYTHONS=", "all"],
                           cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit("cannot build sonde for %s:\n%s" % (python, (proc.stdout + proc.stderr)[-2000:]))

@@ -64,7 +64,7 @@ def build(name, python, cc="", werror=False, sanitize=False):
     else:
         build_dir = os.path.join("build", "test-" + os.path.basename(cc) if cc else "test", name)
     t0 = time.time()
-    argv = ["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python]
+    argv = ["make", "-s", "-j2", "BUILD=" + build_dir, "PYTHON=" + python, "PYTHONS="]
     if cc:
         argv.append("CC=" + cc)
     if werror:

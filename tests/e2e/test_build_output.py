@@ -1,11 +1,14 @@
 """Quiet builds: `make` prints one line per step ("CC src/x.c") unless V=1
 (every command in full) and nothing with -s; `make demo` builds only what
-the demo needs and names the HTML report on its last line. Runs once
-(ONCE): it checks the Makefile, not an interpreter."""
+the demo needs and names the HTML report on its last line; one build holds
+a module for each of several interpreters. Runs once (ONCE): it checks the
+Makefile, not an interpreter."""
+import json
 import os
 import subprocess
 
-from support import check, outside_env
+import pythons
+from support import Skip, check, outside_env
 
 ONCE = True
 
@@ -46,3 +49,45 @@ def test_demo_builds_what_it_needs(env):
     last = [line for line in dry.splitlines() if line.strip()][-1]
     check("demo.html" in last and last.startswith("echo"), "the last step is not the line naming "
           "the page: %r" % last)
+
+
+def _sysconfig(python, name):
+    return subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_%s)" % name],
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def test_one_build_for_several_interpreters(env):
+    """`make PYTHONS="a b"` puts both interpreters' modules in one package
+    beside one command, which then profiles a program under either; a build
+    for one PYTHON builds no other module."""
+    ours = _sysconfig(env.python, 'config_var("EXT_SUFFIX")')
+    other = None
+    for path in pythons._candidates():
+        suffix = _sysconfig(path, 'config_var("EXT_SUFFIX")')
+        include = _sysconfig(path, 'paths()["include"]')
+        if suffix and suffix != ours and os.path.exists(os.path.join(include, "Python.h")):
+            other = path
+            break
+    if not other:
+        raise Skip("no second interpreter with its C headers here")
+    build = os.path.join(env.tmp, "multi")
+    _make(env, build, "-s", "-j2", "PYTHONS=%s %s" % (env.python, other), "demo-deps",
+          "other-exts")
+    modules = sorted(n for n in os.listdir(os.path.join(build, "lib", "sonde"))
+                     if n.startswith("_sonde."))
+    want = sorted("_sonde" + _sysconfig(p, 'config_var("EXT_SUFFIX")') for p in (env.python, other))
+    check(all(w in modules for w in want), "modules %s, expected %s" % (modules, want))
+    code = "import sys; print(sys.version_info[:2]); s = sum(i * i for i in range(2000000))"
+    for python in (env.python, other):
+        out = os.path.join(env.tmp, "multi.json")
+        proc = subprocess.run([os.path.join(build, "bin", "sonde"), "run", "--python", python,
+                               "--json", "-o", out, "-c", code], capture_output=True, text=True,
+                              timeout=120, env=outside_env())
+        check(proc.returncode == 0, "%s: exit %d: %s" % (python, proc.returncode, proc.stderr[-2000:]))
+        with open(out, encoding="utf-8") as f:
+            prof = json.load(f)
+        check(any(f["lines"] for f in prof["files"].values()), "%s: no line profiled" % python)
+    # PYTHON given: that interpreter's module only, no search
+    dry = _make(env, os.path.join(env.tmp, "single"), "-n", "all").stdout
+    check("tools/pythons.sh" not in dry and "cpython" not in dry.replace(ours[1:-3], ""),
+          "make PYTHON=... all would look for other interpreters:\n" + dry[-3000:])
