@@ -135,7 +135,7 @@ VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 .PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
         other-exts ext-module demo-deps
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
-     $(FAKE_NVML) other-exts
+     $(FAKE_NVML) $(BUILD)/python other-exts
 
 # The other interpreters' modules: those of PYTHONS when given, else every
 # one found unless PYTHON was given. One make each, with PYTHON set, once the
@@ -180,6 +180,11 @@ $(BUILD)/obj/$(EXT_TAG)/%.o: %.c $(BUILD)/compiler $(BUILD)/obj/$(EXT_TAG)/pytho
 	@mkdir -p $(dir $@)
 	$(call step,CC,$< [$(EXT_TAG)])
 	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) $(EXTRA_INC) -MMD -MP -c $< -o $@
+
+# The first interpreter (PYTHON), which the benchmarks run.
+$(BUILD)/python: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PY_EXE)' | cmp -s - $@ || echo '$(PY_EXE)' > $@
 
 $(BUILD)/obj/$(EXT_TAG)/python: FORCE
 	@mkdir -p $(dir $@)
