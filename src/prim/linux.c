@@ -174,6 +174,11 @@ static void linux_kept_lost(void)
     sonde_atomic_store_relaxed(&linux_quiet_until, now + span);
 }
 
+void sonde__prim_kept_quiet_end(void)
+{
+    sonde_atomic_store_relaxed(&linux_quiet_until, 1);
+}
+
 bool sonde_prim_kept_quiet(void)
 {
     sonde_ns_t until = sonde_atomic_load_relaxed(&linux_quiet_until);

@@ -101,6 +101,8 @@ bool sonde_prim_kept_room(void);
  * opens no file in the process meanwhile, since an open races with a
  * program that chooses its own numbers (its dup2 would fail with EBUSY). */
 bool sonde_prim_kept_quiet(void);
+/* Ends the quiet spell now (the unit tests, which then check the reopening). */
+void sonde__prim_kept_quiet_end(void);
 /* The descriptor, when it is open and still the file it was opened on;
  * otherwise it is forgotten (not closed: the number is the program's now)
  * and -EBADF is returned. */

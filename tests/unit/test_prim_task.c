@@ -12,6 +12,7 @@
 
 #include "check.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -64,6 +65,11 @@ static void test_task_read_taken_over(void)
     check(n > 0 && pipe(pipe_fds) == 0, "taken_over_setup", "n %zd", n);
     /* the program's os.closerange, then its own file on the same number */
     check(dup2(pipe_fds[1], number) == number, "taken_over_dup2", "fd %d", number);
+    /* a quiet spell first: nothing opened, the number left alone */
+    n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
+    check(n == -EAGAIN && kept.fd == -1 && sonde_prim_kept_quiet(), "taken_over_quiet",
+          "n %zd fd %d", n, kept.fd);
+    sonde__prim_kept_quiet_end();
     n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
     check(n > 0 && kept.fd >= 0 && kept.fd != number, "taken_over_reopened", "n %zd fd %d/%d", n,
           kept.fd, number);
@@ -71,6 +77,9 @@ static void test_task_read_taken_over(void)
     /* closed under sonde and not reused: forgotten, then reopened */
     int second = kept.fd;
     close(second);
+    n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
+    check(n == -EAGAIN && sonde_prim_kept_quiet(), "closed_quiet_again", "n %zd", n);
+    sonde__prim_kept_quiet_end();
     n = sonde__prim_task_read(0, tid, "stat", &kept, text, sizeof text);
     check(n > 0 && kept.fd >= 0, "closed_reopened", "n %zd fd %d", n, kept.fd);
     /* closing what the program took over leaves it alone */

@@ -7,6 +7,7 @@
  */
 #include "pyread/pyread.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,6 +104,10 @@ int main(void)
     int number = mem.procmem.fd;
     int devnull = open("/dev/null", O_WRONLY);
     check(devnull >= 0 && dup2(devnull, number) == number, "fallback taken over", number);
+    char byte;
+    int quiet_rc = sonde_mem_read(&mem, (uint64_t)(uintptr_t)&number, &byte, 1);
+    check(quiet_rc == -EAGAIN && mem.procmem.fd == -1, "quiet spell: nothing reopened", quiet_rc);
+    sonde__prim_kept_quiet_end();
     check_source(&mem, "self, /proc/self/mem reopened");
     check(mem.procmem.fd > 2 && mem.procmem.fd != number, "fallback reopened on another number",
           mem.procmem.fd);
