@@ -4,7 +4,8 @@
  * its atexit hook, its SIGTERM handler, its os._exit wrapper, its report
  * before an os.exec* (exec.c wraps the functions) and the
  * writing of its report, in the format its options chose from the format
- * registry (src/report/format.c).
+ * registry (src/report/format.c); an empty terminal report at exit is one
+ * line printed by a C exit handler, which knows the exit status.
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
  * and writing a report needs no Python). session_sigterm is a signal
@@ -64,6 +65,60 @@ bool sonde_session_from_run(void)
 
 /* ---- the report ---------------------------------------------------------------- */
 
+/* An empty terminal report at the program's exit, when the exit status is
+ * unknown (a clean end, or sys.exit(n): Python keeps the status of a
+ * SystemExit to itself until it calls exit()): its one line is printed by
+ * a C exit handler (glibc's on_exit, which is given the status) once the
+ * interpreter has finished, so that it can say the program failed with
+ * status n rather than that it was too short to sample. */
+static struct {
+    bool registered;        /* on_exit done (once per process) */
+    pid_t pid;              /* the process whose line it is */
+    bool pending;           /* a line to print at exit */
+    double elapsed_sec;     /* of the profile */
+    double interval_sec;    /* sampling interval */
+    sonde_ns_t outside_ns;  /* time sampled outside the profiled files */
+    bool profile_all;
+} session_empty_note;
+static bool session_exiting; /* session_stop is called by the atexit hook */
+
+/* C exit handler (after the interpreter finished; no Python API). */
+static void session_empty_note_print(int status, void *unused)
+{
+    if (!session_empty_note.pending || session_empty_note.pid != getpid()) return;
+    session_empty_note.pending = false;
+    sonde_profile_t prof;
+    sonde_profile_init(&prof);
+    prof.elapsed_sec = session_empty_note.elapsed_sec;
+    prof.interval_sec = session_empty_note.interval_sec;
+    prof.unattributed_ns = session_empty_note.outside_ns;
+    prof.profile_all = session_empty_note.profile_all;
+    if (status != 0) sonde_profile_set_exit(&prof, status & 0xff, "");
+    sonde_buf_t out = SONDE_BUF_INIT;
+    if (sonde_report_text(&prof, NULL, &out) == 0 && sonde_prim_fd_is_open(STDERR_FILENO))
+        (void)sonde_write_fd(STDERR_FILENO, out.data, out.len);
+    sonde_buf_free(&out);
+    sonde_profile_free(&prof);
+}
+
+/* Whether the empty report of prof is left to the exit handler (see
+ * session_empty_note); registers it on first use. */
+static bool session_defer_empty(const sonde_session_t *s, const sonde_profile_t *prof)
+{
+    if (!session_exiting || s->outfile || prof->total_ns != 0 || s->exit_known) return false;
+    if (!session_empty_note.registered) {
+        if (on_exit(session_empty_note_print, NULL) != 0) return false;
+        session_empty_note.registered = true;
+    }
+    session_empty_note.pid = getpid();
+    session_empty_note.elapsed_sec = prof->elapsed_sec;
+    session_empty_note.interval_sec = prof->interval_sec;
+    session_empty_note.outside_ns = prof->unattributed_ns;
+    session_empty_note.profile_all = prof->profile_all;
+    session_empty_note.pending = true;
+    return true;
+}
+
 /* Builds and writes the report. No Python API: runs with or without the
  * GIL. A report for stderr is not written when the session started with
  * fd 2 closed. Returns 0 or -errno; *what names the failing step. */
@@ -84,6 +139,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
     prof.profile_all = s->opts.profile_all;
     if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
+    if (session_defer_empty(s, &prof)) goto done;
     /* The terminal decides colour and width only when the report goes to
      * stderr; a file gets the defaults. */
     sonde_report_ctx_t ctx;
@@ -188,10 +244,12 @@ static PyObject *session_atexit(PyObject *self, PyObject *unused)
      * traceback alone, as under plain python. */
     bool write_report = !(session.from_run && sonde_boot_script_failed_gil());
     if (session.active && session.pid == getpid()) session_note_exit_gil(&session);
+    session_exiting = true;
     if (session.active && session.pid == getpid() && session_stop(true, write_report) < 0) {
         /* the report could not be written; say so, never raise at exit */
         PyErr_Clear();
     }
+    session_exiting = false;
     Py_RETURN_NONE;
 }
 

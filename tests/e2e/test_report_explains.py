@@ -44,6 +44,17 @@ def test_failed_before_first_sample(env):
     check(len(extra) == 1 and "the program failed (ModuleNotFoundError, exit status %d)"
           % plain.returncode in extra[0] and "less than one sampling interval" not in extra[0],
           "not one line saying the program failed: %r" % extra)
+    # sys.exit(n) before the first sample: Python keeps the status until it
+    # exits, and the line still says the program failed with it
+    for code in ("import sys; print('out'); sys.exit(3)", "raise SystemExit(4)"):
+        plain = env.run_python(["-c", code])
+        ours = env.run_sonde(["run", "-c", code])
+        check(ours.returncode == plain.returncode and ours.stdout == plain.stdout,
+              "%r: exit %d, %d under python3" % (code, ours.returncode, plain.returncode))
+        extra = ours.stderr[len(plain.stderr):].strip().splitlines()
+        check(ours.stderr.startswith(plain.stderr) and len(extra) == 1
+              and "the program failed (exit status %d)" % plain.returncode in extra[0],
+              "%r: not one line saying the program failed: %r" % (code, ours.stderr))
     # a clean exit as short keeps the plain line
     quick = env.run_sonde(["run", "-c", "pass"])
     check(quick.returncode == 0 and "less than one sampling interval" in quick.stderr
