@@ -1,9 +1,12 @@
 /* exec.c — the profile of what ran is written before os.exec* replaces
- * the process.
+ * the process or os._exit ends it.
  *
  * Owns: the wrappers put in place of os.execv and os.execve (every os.exec*
  * function of the os module ends in one of them; os.posix_spawn is not an
- * exec) while a `sonde run` session (session.c) or `sonde trace`'s boot
+ * exec) and of os._exit (no atexit handler runs after it: the session
+ * notes its status and writes its report, the tracer writes its
+ * statistics, then the real os._exit ends the process; in a forked child
+ * it is only the real one) while a `sonde run` session (session.c) or `sonde trace`'s boot
  * profile (src/trace/boot.c) wants them. A wrapper whose target looks
  * runnable (a regular file we may execute: the attempts of os.execvp on
  * the PATH entries where the program is not are let through untouched)
@@ -21,9 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { EXEC_V, EXEC_VE, EXEC_N };
+enum { EXEC_V, EXEC_VE, EXEC_EXIT, EXEC_N };
 
-static const char *const exec_names[EXEC_N] = {"execv", "execve"};
+static const char *const exec_names[EXEC_N] = {"execv", "execve", "_exit"};
 static PyObject *exec_real[EXEC_N];    /* owned: the functions found in os */
 static PyObject *exec_wrapper[EXEC_N]; /* owned, kept for the process's life */
 static int exec_users;                 /* wraps not yet unwrapped */
@@ -55,6 +58,14 @@ static bool exec_target_runs(PyObject *path)
 
 static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
 {
+    if (which == EXEC_EXIT) {
+        PyObject *status = PyTuple_GET_SIZE(args) == 1 && !kwargs ? PyTuple_GET_ITEM(args, 0)
+                           : kwargs ? PyDict_GetItemString(kwargs, "status")
+                                    : NULL; /* borrowed */
+        sonde_session_before_os_exit_gil(status);
+        sonde_trace_boot_before_exec_gil();
+        return PyObject_Call(exec_real[which], args, kwargs);
+    }
     PyObject *path = NULL; /* borrowed */
     if (PyTuple_GET_SIZE(args) > 0)
         path = PyTuple_GET_ITEM(args, 0);
@@ -87,6 +98,11 @@ static PyObject *exec_execve(PyObject *self, PyObject *args, PyObject *kwargs)
     return exec_call(EXEC_VE, args, kwargs);
 }
 
+static PyObject *exec_exit(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return exec_call(EXEC_EXIT, args, kwargs);
+}
+
 static PyMethodDef exec_defs[EXEC_N] = {
     {"execv", (PyCFunction)(void (*)(void))exec_execv, METH_VARARGS | METH_KEYWORDS,
      "Execute an executable path with arguments, replacing current process.\n\n"
@@ -94,6 +110,9 @@ static PyMethodDef exec_defs[EXEC_N] = {
     {"execve", (PyCFunction)(void (*)(void))exec_execve, METH_VARARGS | METH_KEYWORDS,
      "Execute an executable path with arguments, replacing current process.\n\n"
      "(sonde: writes the profile first, then calls os.execve.)"},
+    {"_exit", (PyCFunction)(void (*)(void))exec_exit, METH_VARARGS | METH_KEYWORDS,
+     "Exit to the system with specified status, without normal exit processing.\n\n"
+     "(sonde: writes the profile first, then calls os._exit.)"},
 };
 
 int sonde_exec_wrap_gil(void)

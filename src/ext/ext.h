@@ -124,6 +124,9 @@ bool sonde_session_from_run(void);
  * paused); after an exec that failed, the threads go on. No-ops without a
  * session of this process. Never raise. */
 void sonde_session_before_exec_gil(void);
+/* Before os._exit(status) (exec.c): notes the status and writes the report;
+ * status may be NULL (not an int: unknown). Never raises. */
+void sonde_session_before_os_exit_gil(PyObject *status);
 void sonde_session_after_exec_gil(void);
 
 /* ---- boot (boot.c) ----------------------------------------------------------- */

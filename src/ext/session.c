@@ -1,8 +1,8 @@
 /* session.c — one profiling session: start, stop, and the report at the end.
  *
  * Owns: the process's single session (sonde run, or sonde.start()/stop()),
- * its atexit hook, its SIGTERM handler, its os._exit wrapper, its report
- * before an os.exec* (exec.c wraps the functions) and the
+ * its atexit hook, its SIGTERM handler, its report before os._exit and
+ * before an os.exec* (exec.c wraps those functions) and the
  * writing of its report, in the format its options chose from the format
  * registry (src/report/format.c); an empty terminal report at exit is one
  * line printed by a C exit handler, which knows the exit status.
@@ -342,73 +342,25 @@ static int session_register_atexit(void)
 
 /* os._exit() ends the process without atexit handlers; the program's own
  * buffered output is lost as it would be unprofiled, but the profile of
- * what ran is not. While a session runs, os._exit is this wrapper: in the
- * session's process it writes the report (without flushing the program's
- * streams) and then calls the real os._exit; in a forked child it only
- * calls it. */
-static PyObject *session_real_os_exit;    /* owned, kept for the process's life */
-static PyObject *session_os_exit_wrapper; /* owned */
-
-static PyObject *session_os_exit(PyObject *self, PyObject *args, PyObject *kwargs)
+ * what ran is not: exec.c's wrapper of os._exit calls this first. In the
+ * session's process it notes the exit status and writes the report
+ * (without flushing the program's streams); elsewhere (a forked child)
+ * nothing. */
+void sonde_session_before_os_exit_gil(PyObject *status)
 {
-    PyObject *status = PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 && !kwargs
-                           ? PyTuple_GET_ITEM(args, 0)
-                           : NULL; /* borrowed */
-    if (session.active && session.pid == getpid() && status && PyLong_Check(status)) {
-        long value = PyLong_AsLong(status);
-        if (value == -1 && PyErr_Occurred())
-            PyErr_Clear();
-        else {
+    if (!session.active || session.pid != getpid()) return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (status && PyLong_Check(status)) {
+        long code = PyLong_AsLong(status);
+        if (!(code == -1 && PyErr_Occurred())) {
             session.exit_known = true;
-            session.exit_status = (int)(value & 0xff);
+            session.exit_status = (int)(code & 0xff);
             session.exit_exception[0] = 0;
         }
     }
-    if (session.active && session.pid == getpid() && session_stop(false, true) < 0) PyErr_Clear();
-    return PyObject_Call(session_real_os_exit, args, kwargs);
-}
-
-static PyMethodDef session_os_exit_def = {
-    "_exit", (PyCFunction)(void (*)(void))session_os_exit, METH_VARARGS | METH_KEYWORDS,
-    "Exit to the system with specified status, without normal exit processing.\n\n"
-    "(sonde: writes the profile first, then calls os._exit.)"};
-
-/* Puts the wrapper in place of os._exit. Returns 0 or -1 with an exception. */
-static int session_wrap_os_exit(void)
-{
-    PyObject *os = PyImport_ImportModule("os");
-    if (!os) return -1;
-    int rc = -1;
-    PyObject *current = PyObject_GetAttrString(os, "_exit");
-    if (!current) goto done;
-    if (!session_os_exit_wrapper &&
-        !(session_os_exit_wrapper = PyCFunction_NewEx(&session_os_exit_def, NULL, NULL)))
-        goto done;
-    if (current != session_os_exit_wrapper) {
-        Py_XSETREF(session_real_os_exit, current);
-        current = NULL;
-    }
-    rc = PyObject_SetAttrString(os, "_exit", session_os_exit_wrapper);
-done:
-    Py_XDECREF(current);
-    Py_DECREF(os);
-    return rc;
-}
-
-/* Gives os._exit back, if it is still the wrapper. Never fails. */
-static void session_unwrap_os_exit(void)
-{
-    if (!session_real_os_exit) return;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyObject *os = PyImport_ImportModule("os");
-    PyObject *current = os ? PyObject_GetAttrString(os, "_exit") : NULL;
-    if (current == session_os_exit_wrapper &&
-        PyObject_SetAttrString(os, "_exit", session_real_os_exit) < 0)
-        PyErr_Clear();
-    Py_XDECREF(current);
-    Py_XDECREF(os);
     PyErr_Clear();
+    if (session_stop(false, true) < 0) PyErr_Clear();
     PyErr_Restore(type, value, tb);
 }
 
@@ -442,7 +394,6 @@ void sonde_session_after_exec_gil(void)
 
 static void session_clear(sonde_session_t *s)
 {
-    session_unwrap_os_exit();
     if (s->exec_wrapped) sonde_exec_unwrap_gil();
     s->exec_wrapped = false;
     sonde_memory_stop(&s->memory);
@@ -546,7 +497,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 ||
-        session_wrap_os_exit() < 0 || sonde_exec_wrap_gil() < 0) {
+        sonde_exec_wrap_gil() < 0) {
         session_clear(s);
         return -1;
     }
@@ -610,7 +561,6 @@ static int session_stop(bool flush_streams, bool write_report)
 {
     sonde_session_t *s = &session;
     if (!s->active) return 0;
-    session_unwrap_os_exit();
     if (s->pid != getpid()) {
         /* A forked child: the sampler and its tables belong to the parent
          * (its thread does not exist here); the child has nothing to stop

@@ -107,3 +107,39 @@ def test_failed_exec_profiling_goes_on(env):
         check(ours.returncode == 0 and ours.stdout == plain.stdout and ours.stderr == plain.stderr,
               "%s: exit %d, %r %r" % (name, ours.returncode, ours.stdout, ours.stderr[-2000:]))
         _check_profile(env, kind, out, script, ["first", "second"])
+
+
+def test_os_exit_writes_profile(env):
+    """os._exit runs no atexit handler: the profile of every mode is written
+    all the same, the exit status and output are plain python's, and a forked child's os._exit
+    writes nothing of the parent's."""
+    script = env.write("osexit.py", """\
+        import os, sys, time
+        def hot():  # @def_hot
+            end = time.perf_counter() + 0.3
+            while time.perf_counter() < end:  # @hot
+                pass
+        hot()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(9)
+        _, status = os.waitpid(pid, 0)
+        print("child", status >> 8, flush=True)
+        print("pending", end="")  # lost by os._exit unless unbuffered, as under python
+        os._exit(5)
+        """)
+    plain = env.run_python([script])
+    check(plain.returncode == 5 and plain.stdout.startswith("child 9\n"), "plain python: %d %r"
+          % (plain.returncode, plain.stdout))
+    for name, args, kind in MODES:
+        out = os.path.join(env.tmp, "osexit-%s.%s" % (name, kind))
+        ours = env.run_sonde(args + ["-o", out, script])
+        check(ours.returncode == 5 and ours.stdout == plain.stdout and ours.stderr == plain.stderr,
+              "%s: exit %d, stdout %r, stderr:\n%s" % (name, ours.returncode, ours.stdout,
+                                                       ours.stderr[-2000:]))
+        _check_profile(env, kind, out, script, ["hot"])
+    # trace's report on the terminal: cProfile's, after the program's output
+    ours = env.run_sonde(["trace", script])
+    check(ours.returncode == 5 and ours.stdout.startswith("child 9\n")
+          and "function calls" in ours.stdout and "osexit.py" in ours.stdout,
+          "trace to the terminal: exit %d, stdout %r" % (ours.returncode, ours.stdout[:500]))
