@@ -209,13 +209,56 @@ static void boot_release_signals(const char *list)
     pthread_sigmask(SIG_UNBLOCK, &blocked, NULL);
 }
 
+static bool boot_module_main; /* the program runs as -m MODULE */
+
+/* Whether a file name is the import machinery's (runpy, importlib). */
+static bool boot_import_file(const char *file)
+{
+    size_t n = strlen(file);
+    return strncmp(file, "<frozen ", 8) == 0 || strstr(file, "/importlib/") ||
+           (n >= 9 && strcmp(file + n - 9, "/runpy.py") == 0);
+}
+
+/* Whether every frame of traceback tb runs the import machinery (-m
+ * MODULE whose source does not compile: runpy's frames only). Never
+ * raises. */
+static bool boot_import_frames_only(PyObject *tb)
+{
+    bool only = tb && tb != Py_None;
+    Py_XINCREF(tb);
+    while (only && tb && tb != Py_None) {
+        PyObject *frame = PyObject_GetAttrString(tb, "tb_frame");
+        PyObject *code = frame ? PyObject_GetAttrString(frame, "f_code") : NULL;
+        PyObject *name = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+        const char *file = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        only = file && boot_import_file(file);
+        Py_XDECREF(name);
+        Py_XDECREF(code);
+        Py_XDECREF(frame);
+        PyObject *next = PyObject_GetAttrString(tb, "tb_next");
+        Py_DECREF(tb);
+        tb = next;
+    }
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return only;
+}
+
 bool sonde_boot_script_failed_gil(void)
 {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyObject *last_value = PySys_GetObject("last_value");         /* borrowed */
     PyObject *last_traceback = PySys_GetObject("last_traceback"); /* borrowed */
-    bool failed = last_value && last_traceback == Py_None &&
+    /* The script's source never compiled (no frame ran), or under -m the
+     * module's: a SyntaxError (a ValueError for a NUL byte before 3.12)
+     * raised with runpy's frames alone. */
+    bool no_compile =
+        last_value && (PyErr_GivenExceptionMatches(last_value, PyExc_SyntaxError) ||
+                       PyErr_GivenExceptionMatches(last_value, PyExc_ValueError));
+    bool failed = last_value &&
+                  (last_traceback == Py_None ||
+                   (boot_module_main && no_compile && boot_import_frames_only(last_traceback))) &&
                   !PyErr_GivenExceptionMatches(last_value, PyExc_KeyboardInterrupt);
     PyErr_Clear();
     PyErr_Restore(type, value, tb);
@@ -250,6 +293,7 @@ int sonde_boot_gil(void)
     BOOT_DUP(program, SONDE_ENV_PROGRAM);
     BOOT_DUP(mode, SONDE_ENV_MODE);
 #undef BOOT_DUP
+    boot_module_main = strncmp(program, "-m ", 3) == 0;
     if (boot_restore_environ(had, orig) < 0) goto done;
     boot_restore_sys_path(boot_paths);
     bool chained = boot_chain_sitecustomize();

@@ -121,7 +121,7 @@ static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
         boot_error("sonde: cannot build the statistics: %s%s", msg, NULL);
         goto done;
     }
-    if (p->armed && sonde_boot_script_failed_gil()) goto done; /* Python's traceback says it */
+    if (sonde_boot_script_failed_gil()) goto done; /* never started: Python's traceback says it */
     if (stats.n_rows == 0) {
         boot_error("sonde: no function call was recorded%s%s",
                    p->armed ? " (the program's main code never started)" : "", NULL);
