@@ -23,6 +23,8 @@
 #include "../launch/netstring.h"
 #include "../trace/trace.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +85,10 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
         rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
-    const char *ours[] = {SONDE_ENV_OPTIONS,    SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
+    const char *ours[] = {SONDE_ENV_OPTIONS,   SONDE_ENV_BOOT_PATHS,  SONDE_ENV_PYTHONPATH,
                           SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
-                          SONDE_ENV_BLOCKED};
+                          SONDE_ENV_BLOCKED,   SONDE_ENV_EXEC_GEN,    SONDE_ENV_EXEC_BASE,
+                          SONDE_ENV_EXEC_OUTFILE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -211,6 +214,11 @@ static void boot_release_signals(const char *list)
 
 static bool boot_module_main; /* the program runs as -m MODULE */
 
+struct boot_env_ctx {
+    PyObject *dict; /* borrowed: the new program's environment */
+    PyObject *keep; /* owned list: the bytes whose text get returned */
+};
+
 /* Whether a file name is the import machinery's (runpy, importlib). */
 static bool boot_import_file(const char *file)
 {
@@ -244,6 +252,150 @@ static bool boot_import_frames_only(PyObject *tb)
     return only;
 }
 
+/* ---- the same interpreter again after os.exec* ----------------------------- */
+
+/* What this process's boot was handed (kept for a program that runs this
+ * interpreter again: sonde_boot_exec_env_gil). */
+static struct {
+    pid_t pid;           /* the process booted; 0: no `sonde run`/`trace` boot */
+    char *pkg_dir;       /* the package directory (holding _boot/) */
+    char *mode, *options; /* as handed over */
+    bool preload;        /* --memory: the shim was preloaded */
+    int gen;             /* how many execs of the interpreter led here (0: the launcher's) */
+    char *base;          /* the first run's report file (absolute); NULL: the terminal */
+} boot_handover;
+
+static const char *boot_env_get(void *ctx, const char *name)
+{
+    struct boot_env_ctx *c = ctx;
+    PyObject *key = PyUnicode_DecodeFSDefault(name);
+    PyObject *value = key ? PyDict_GetItemWithError(c->dict, key) : NULL; /* borrowed */
+    Py_XDECREF(key);
+    PyObject *bytes = value && PyUnicode_Check(value) ? PyUnicode_EncodeFSDefault(value) : NULL;
+    if (!bytes || PyList_Append(c->keep, bytes) < 0) {
+        Py_XDECREF(bytes);
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(bytes);
+    return PyBytes_AS_STRING(bytes); /* alive in c->keep */
+}
+
+static int boot_env_set(void *ctx, const char *name, const char *value)
+{
+    struct boot_env_ctx *c = ctx;
+    PyObject *key = PyUnicode_DecodeFSDefault(name);
+    PyObject *val = PyUnicode_DecodeFSDefault(value);
+    int rc = key && val ? PyDict_SetItem(c->dict, key, val) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    if (rc < 0) PyErr_Clear();
+    return rc < 0 ? -ENOMEM : 0;
+}
+
+/* "/d/prof.json" and generation 2 -> "/d/prof.exec2.json" (no extension:
+ * appended). */
+static int boot_exec_name(const char *base, int gen, sonde_buf_t *out)
+{
+    const char *slash = strrchr(base, '/');
+    const char *dot = strrchr(slash ? slash + 1 : base, '.');
+    if (!dot || dot == (slash ? slash + 1 : base)) dot = base + strlen(base);
+    sonde_buf_printf(out, "%.*s.exec%d%s", (int)(dot - base), base, gen, dot);
+    return sonde_buf_error(out) ? -ENOMEM : 0;
+}
+
+int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env)
+{
+    if (!boot_handover.pid || boot_handover.pid != getpid() || !PyDict_Check(env)) return 0;
+    /* the new program's word, from its command line */
+    Py_ssize_t n = PySequence_Check(argv) ? PySequence_Size(argv) : -1;
+    if (n < 1 || n > INT_MAX - 1) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *words = PyList_New(0);
+    char **cargv = calloc((size_t)n + 1, sizeof *cargv);
+    sonde_buf_t program = SONDE_BUF_INIT, file = SONDE_BUF_INIT, gen = SONDE_BUF_INIT;
+    struct boot_env_ctx ctx = {env, PyList_New(0)};
+    int rc = -1;
+    if (!words || !cargv || !ctx.keep) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(argv, i), *bytes = NULL;
+        bool ok = item && PyUnicode_FSConverter(item, &bytes) && PyList_Append(words, bytes) == 0;
+        Py_XDECREF(item);
+        Py_XDECREF(bytes);
+        if (!ok) { /* not a command line os.execv takes: its own error follows */
+            PyErr_Clear();
+            rc = 0;
+            goto done;
+        }
+        cargv[i] = PyBytes_AS_STRING(PyList_GET_ITEM(words, i));
+    }
+    int word_rc = sonde_launch_program_word((int)n, cargv, &program);
+    if (word_rc == -ENOMEM) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (word_rc < 0) { /* no program (the prompt, --version): not profiled */
+        rc = 0;
+        goto done;
+    }
+    int next = boot_handover.gen + 1;
+    if (boot_handover.base && boot_exec_name(boot_handover.base, next, &file) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    sonde_buf_printf(&gen, "%d", next);
+    if (sonde_buf_error(&gen)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const sonde_launch_env_t target = {boot_env_get, boot_env_set, &ctx};
+    char err[256] = "";
+    if (sonde_launch_handover(&target, boot_handover.pkg_dir, boot_handover.mode, program.data,
+                              boot_handover.options, boot_handover.preload, err, sizeof err) < 0 ||
+        boot_env_set(&ctx, SONDE_ENV_EXEC_GEN, gen.data) < 0 ||
+        boot_env_set(&ctx, SONDE_ENV_EXEC_BASE, boot_handover.base ? boot_handover.base : "") < 0 ||
+        boot_env_set(&ctx, SONDE_ENV_EXEC_OUTFILE, file.data ? file.data : "") < 0) {
+        rc = 0; /* the new program runs unprofiled, as it would anyway */
+        goto done;
+    }
+    rc = 1;
+done:
+    Py_XDECREF(words);
+    Py_XDECREF(ctx.keep);
+    free(cargv);
+    sonde_buf_free(&program);
+    sonde_buf_free(&file);
+    sonde_buf_free(&gen);
+    return rc;
+}
+
+/* Keeps what the boot was handed, for sonde_boot_exec_env_gil; NULL on out
+ * of memory (then the interpreter's execs are simply not followed). */
+static void boot_keep_handover(const char *boot_paths, const char *mode, const char *options,
+                               bool preload, const char *gen, const char *base)
+{
+    size_t n = strlen(boot_paths);
+    if (n < 6 || strcmp(boot_paths + n - 6, "/_boot") != 0 || strchr(boot_paths, ':')) return;
+    free(boot_handover.pkg_dir);
+    free(boot_handover.mode);
+    free(boot_handover.options);
+    free(boot_handover.base);
+    boot_handover.pkg_dir = strndup(boot_paths, n - 6);
+    boot_handover.mode = strdup(mode);
+    boot_handover.options = strdup(options);
+    boot_handover.base = base && *base ? strdup(base) : NULL;
+    boot_handover.preload = preload;
+    boot_handover.gen = gen && *gen ? atoi(gen) : 0;
+    boot_handover.pid = boot_handover.pkg_dir && boot_handover.mode && boot_handover.options
+                            ? getpid()
+                            : 0;
+}
+
 bool sonde_boot_script_failed_gil(void)
 {
     PyObject *type, *value, *tb;
@@ -265,10 +417,28 @@ bool sonde_boot_script_failed_gil(void)
     return failed;
 }
 
+/* After os.exec* of this interpreter (exec_gen set): one line saying that
+ * the profile from here on is a second report, and where it goes. */
+static void boot_exec_note(const char *exec_gen, const char *exec_outfile)
+{
+    if (!*exec_gen || !sonde_prim_fd_is_open(STDERR_FILENO)) return;
+    sonde_buf_t line = SONDE_BUF_INIT;
+    sonde_buf_printf(&line,
+                     "sonde: the program started this interpreter again (os.exec*, pid %d); "
+                     "what runs from here is profiled as a second run, ",
+                     (int)getpid());
+    if (*exec_outfile)
+        sonde_buf_printf(&line, "written to %s\n", exec_outfile);
+    else
+        sonde_buf_puts(&line, "reported when it ends\n");
+    if (!sonde_buf_error(&line)) (void)sonde_write_fd(STDERR_FILENO, line.data, line.len);
+    sonde_buf_free(&line);
+}
+
 int sonde_boot_gil(void)
 {
     char *options = NULL, *boot_paths = NULL, *had = NULL, *orig = NULL, *program = NULL;
-    char *mode = NULL;
+    char *mode = NULL, *exec_gen = NULL, *exec_base = NULL, *exec_outfile = NULL;
     char **tokens = NULL;
     int rc = -1;
     const char *env = getenv(SONDE_ENV_OPTIONS);
@@ -292,7 +462,11 @@ int sonde_boot_gil(void)
     BOOT_DUP(orig, SONDE_ENV_PYTHONPATH);
     BOOT_DUP(program, SONDE_ENV_PROGRAM);
     BOOT_DUP(mode, SONDE_ENV_MODE);
+    BOOT_DUP(exec_gen, SONDE_ENV_EXEC_GEN);
+    BOOT_DUP(exec_base, SONDE_ENV_EXEC_BASE);
+    BOOT_DUP(exec_outfile, SONDE_ENV_EXEC_OUTFILE);
 #undef BOOT_DUP
+    bool preload = getenv(SONDE_ENV_HAD_PRELOAD) != NULL;
     boot_module_main = strncmp(program, "-m ", 3) == 0;
     if (boot_restore_environ(had, orig) < 0) goto done;
     boot_restore_sys_path(boot_paths);
@@ -312,7 +486,12 @@ int sonde_boot_gil(void)
                             "(a command and a package from different builds?)");
             goto done;
         }
-        if (sonde_trace_boot_gil(n_tokens, tokens, program) < 0) goto done;
+        if (sonde_trace_boot_gil(n_tokens, tokens, program, *exec_outfile ? exec_outfile : NULL) <
+            0)
+            goto done;
+        boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
+                           *exec_gen ? exec_base : sonde_trace_boot_outfile());
+        boot_exec_note(exec_gen, exec_outfile);
         rc = chained ? 1 : 0;
         goto done;
     }
@@ -320,7 +499,13 @@ int sonde_boot_gil(void)
     int decode_rc = sonde_run_opts_decode(&opts, options, err, sizeof err);
     if (decode_rc == 0) {
         const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
-        if (sonde_session_start_gil(&opts, true, shown) == 0) rc = chained ? 1 : 0;
+        if (*exec_outfile) opts.outfile = exec_outfile;
+        if (sonde_session_start_gil(&opts, true, shown) == 0) {
+            rc = chained ? 1 : 0;
+            boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
+                               *exec_gen ? exec_base : sonde_session_outfile());
+            boot_exec_note(exec_gen, exec_outfile);
+        }
     } else if (decode_rc == -ENOMEM) {
         PyErr_NoMemory();
     } else {
@@ -336,5 +521,8 @@ done:
     free(orig);
     free(program);
     free(mode);
+    free(exec_gen);
+    free(exec_base);
+    free(exec_outfile);
     return rc;
 }

@@ -13,8 +13,11 @@
  * has the session and the tracer write their report, then calls the real
  * function; should the exec fail all the same, both go on profiling and
  * the report at the end covers the whole run. The new program inherits
- * nothing of sonde's: the environment was restored at boot and sonde's
- * descriptors are close-on-exec. GIL held throughout; no signal context.
+ * nothing of sonde's (the environment was restored at boot and sonde's
+ * descriptors are close-on-exec), unless it is this same interpreter
+ * running a program: then it gets the launcher's hand-over again in its
+ * environment (boot.c, sonde_boot_exec_env_gil; the call is made as
+ * execve with that environment) and is profiled as a second run. GIL held throughout; no signal context.
  */
 #include "ext.h"
 
@@ -56,6 +59,67 @@ static bool exec_target_runs(PyObject *path)
     return runs;
 }
 
+/* Whether path names this interpreter's own executable (the same file). */
+static bool exec_same_interpreter(PyObject *path)
+{
+    struct stat target, self;
+    PyObject *bytes = NULL;
+    bool same = false;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exe = PySys_GetObject("executable"); /* borrowed */
+    PyObject *exe_bytes = NULL;
+    if (!PyLong_Check(path) && PyUnicode_FSConverter(path, &bytes) && exe &&
+        PyUnicode_Check(exe) && PyUnicode_FSConverter(exe, &exe_bytes))
+        same = stat(PyBytes_AS_STRING(bytes), &target) == 0 &&
+               stat(PyBytes_AS_STRING(exe_bytes), &self) == 0 && target.st_dev == self.st_dev &&
+               target.st_ino == self.st_ino;
+    Py_XDECREF(bytes);
+    Py_XDECREF(exe_bytes);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return same;
+}
+
+/* os.execv/execve(path, argv[, env]) of this interpreter: the same call
+ * made as execve with the environment (a copy of env, or of os.environ)
+ * carrying sonde's hand-over, so that the new program is profiled too
+ * (boot.c). NULL with *handled false when it does not apply. */
+static PyObject *exec_same_python(int which, PyObject *args, PyObject *kwargs, bool *handled)
+{
+    *handled = false;
+    if (kwargs || PyTuple_GET_SIZE(args) != (which == EXEC_VE ? 3 : 2) || !exec_real[EXEC_VE])
+        return NULL;
+    PyObject *source = NULL; /* owned */
+    if (which == EXEC_VE) {
+        source = PyTuple_GET_ITEM(args, 2);
+        Py_INCREF(source);
+    } else {
+        PyObject *os = PyImport_ImportModule("os");
+        source = os ? PyObject_GetAttrString(os, "environ") : NULL;
+        Py_XDECREF(os);
+    }
+    PyObject *env = source ? PyDict_New() : NULL;
+    if (!env || PyDict_Merge(env, source, 1) < 0) {
+        PyErr_Clear(); /* not a mapping: the real call reports it */
+        Py_XDECREF(env);
+        Py_XDECREF(source);
+        return NULL;
+    }
+    Py_DECREF(source);
+    int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 1), env);
+    PyObject *res = NULL;
+    if (rc < 0) {
+        *handled = true;
+    } else if (rc > 0) {
+        *handled = true;
+        res = PyObject_CallFunctionObjArgs(exec_real[EXEC_VE], PyTuple_GET_ITEM(args, 0),
+                                           PyTuple_GET_ITEM(args, 1), env, NULL);
+    }
+    Py_DECREF(env);
+    return res;
+}
+
 static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
 {
     if (which == EXEC_EXIT) {
@@ -76,7 +140,10 @@ static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
         sonde_session_before_exec_gil();
         sonde_trace_boot_before_exec_gil();
     }
-    PyObject *res = PyObject_Call(exec_real[which], args, kwargs);
+    bool handled = false;
+    PyObject *res = NULL;
+    if (runs && exec_same_interpreter(path)) res = exec_same_python(which, args, kwargs, &handled);
+    if (!handled) res = PyObject_Call(exec_real[which], args, kwargs);
     if (runs) { /* it failed: profiling goes on */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);

@@ -120,6 +120,18 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
  * Python exception set (0 and nothing done if no session is active). */
 int sonde_session_stop_gil(void);
 bool sonde_session_from_run(void);
+/* For os.execv/execve of this same interpreter (exec.c): puts the hand-over
+ * of this process's `sonde run`/`sonde trace` boot into env (a dict, the
+ * new program's environment), so that the new program is profiled too, as
+ * a second run whose report goes to this run's file name with ".exec<N>"
+ * before its extension (or the terminal). argv: the new command line.
+ * Returns 1 done, 0 nothing handed over (no boot in this process, a command
+ * line that runs no program, or the hand-over failed: the program then
+ * runs unprofiled), -1 with a Python exception (out of memory). */
+int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env);
+/* The report file of the session in this process (absolute), NULL when it
+ * goes to the terminal or no session runs here. */
+const char *sonde_session_outfile(void);
 /* os.exec* (exec.c): before, the session's report is written (its threads
  * paused); after an exec that failed, the threads go on. No-ops without a
  * session of this process. Never raise. */

@@ -58,6 +58,11 @@ typedef struct sonde_session {
 static sonde_session_t session;
 static bool session_atexit_registered;
 
+const char *sonde_session_outfile(void)
+{
+    return session.active && session.pid == getpid() ? session.outfile : NULL;
+}
+
 bool sonde_session_from_run(void)
 {
     return session.active && session.from_run;

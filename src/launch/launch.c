@@ -52,15 +52,26 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
 }
 
 /* Sets an environment variable; returns 0 or -errno. */
-static int launch_setenv(const char *name, const char *value)
+static const char *launch_self_get(void *ctx, const char *name)
+{
+    return getenv(name);
+}
+
+static int launch_self_set(void *ctx, const char *name, const char *value)
 {
     return setenv(name, value, 1) == 0 ? 0 : -errno;
+}
+
+static int launch_setenv(const char *name, const char *value)
+{
+    return launch_self_set(NULL, name, value);
 }
 
 /* --memory: the allocator shim goes first on LD_PRELOAD, and the user's
  * value travels to the boot hook, which puts it back. Returns 0 or -errno
  * with a message in err. */
-static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
+static int launch_preload_shim(const sonde_launch_env_t *env, const char *pkg_dir, char *err,
+                               size_t err_len)
 {
     sonde_buf_t preload = SONDE_BUF_INIT, shim_path = SONDE_BUF_INIT;
     int rc = 0;
@@ -84,7 +95,7 @@ static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
         sonde_buf_free(&shim_path);
         return -EINVAL;
     }
-    const char *orig = getenv("LD_PRELOAD");
+    const char *orig = env->get(env->ctx, "LD_PRELOAD");
     sonde_buf_puts(&preload, shim);
     if (orig && *orig) {
         sonde_buf_putc(&preload, ':');
@@ -93,9 +104,9 @@ static int launch_preload_shim(const char *pkg_dir, char *err, size_t err_len)
     if (sonde_buf_error(&preload)) {
         snprintf(err, err_len, "out of memory");
         rc = -ENOMEM;
-    } else if ((rc = launch_setenv(SONDE_ENV_HAD_PRELOAD, orig ? "1" : "0")) ||
-               (rc = launch_setenv(SONDE_ENV_PRELOAD, orig ? orig : "")) ||
-               (rc = launch_setenv("LD_PRELOAD", preload.data))) {
+    } else if ((rc = env->set(env->ctx, SONDE_ENV_HAD_PRELOAD, orig ? "1" : "0")) ||
+               (rc = env->set(env->ctx, SONDE_ENV_PRELOAD, orig ? orig : "")) ||
+               (rc = env->set(env->ctx, "LD_PRELOAD", preload.data))) {
         snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
     }
     sonde_buf_free(&preload);
@@ -134,46 +145,68 @@ void sonde_launch_unblock_signals(void)
     sigprocmask(SIG_SETMASK, &launch_old_mask, NULL);
 }
 
-int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
-                      const sonde_program_t *prog, const char *options, bool preload_shim,
-                      char *err, size_t err_len)
+int sonde_launch_handover(const sonde_launch_env_t *env, const char *pkg_dir, const char *mode,
+                          const char *program, const char *options, bool preload_shim, char *err,
+                          size_t err_len)
 {
-    sonde_buf_t paths = SONDE_BUF_INIT, pypath = SONDE_BUF_INIT, program = SONDE_BUF_INIT;
-    char **argv = NULL;
+    sonde_buf_t paths = SONDE_BUF_INIT, pypath = SONDE_BUF_INIT;
     int rc = 0;
 
     /* Only the _boot directory (holding sitecustomize.py) goes on the path;
      * the hook finds the package next to itself. */
     sonde_buf_printf(&paths, "%s/_boot", pkg_dir);
+    const char *orig = env->get(env->ctx, "PYTHONPATH");
+    sonde_buf_puts(&pypath, paths.data ? paths.data : "");
+    if (orig && *orig) {
+        sonde_buf_putc(&pypath, ':');
+        sonde_buf_puts(&pypath, orig);
+    }
+    if (sonde_buf_error(&paths) || sonde_buf_error(&pypath)) {
+        rc = -ENOMEM;
+        snprintf(err, err_len, "out of memory");
+        goto done;
+    }
+    /* (orig is read before PYTHONPATH is set: set last) */
+    if ((rc = env->set(env->ctx, SONDE_ENV_HAD_PYPATH, orig ? "1" : "0")) ||
+        (rc = env->set(env->ctx, SONDE_ENV_PYTHONPATH, orig ? orig : "")) ||
+        (rc = env->set(env->ctx, SONDE_ENV_OPTIONS, options ? options : "")) ||
+        (rc = env->set(env->ctx, SONDE_ENV_BOOT_PATHS, paths.data)) ||
+        (rc = env->set(env->ctx, SONDE_ENV_PROGRAM, program)) ||
+        (rc = env->set(env->ctx, SONDE_ENV_MODE, mode)) ||
+        (rc = env->set(env->ctx, "PYTHONPATH", pypath.data))) {
+        snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
+        goto done;
+    }
+    if (preload_shim) rc = launch_preload_shim(env, pkg_dir, err, err_len);
+done:
+    sonde_buf_free(&paths);
+    sonde_buf_free(&pypath);
+    return rc;
+}
+
+int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
+                      const sonde_program_t *prog, const char *options, bool preload_shim,
+                      char *err, size_t err_len)
+{
+    sonde_buf_t program = SONDE_BUF_INIT;
+    const sonde_launch_env_t self = {launch_self_get, launch_self_set, NULL};
+    char **argv = NULL;
+    int rc = 0;
+
     if (prog->module)
         sonde_buf_printf(&program, "-m %s", prog->module);
     else if (prog->command)
         sonde_buf_puts(&program, "-c");
     else
         sonde_buf_puts(&program, prog->script ? prog->script : "");
-    const char *orig = getenv("PYTHONPATH");
-    sonde_buf_puts(&pypath, paths.data ? paths.data : "");
-    if (orig && *orig) {
-        sonde_buf_putc(&pypath, ':');
-        sonde_buf_puts(&pypath, orig);
-    }
-    if (sonde_buf_error(&paths) || sonde_buf_error(&pypath) || sonde_buf_error(&program)) {
+    if (sonde_buf_error(&program)) {
         rc = -ENOMEM;
         snprintf(err, err_len, "out of memory");
         goto error;
     }
-    if ((rc = launch_setenv(SONDE_ENV_HAD_PYPATH, orig ? "1" : "0")) ||
-        (rc = launch_setenv(SONDE_ENV_PYTHONPATH, orig ? orig : "")) ||
-        (rc = launch_setenv(SONDE_ENV_OPTIONS, options ? options : "")) ||
-        (rc = launch_setenv(SONDE_ENV_BOOT_PATHS, paths.data)) ||
-        (rc = launch_setenv(SONDE_ENV_PROGRAM, program.data ? program.data : "")) ||
-        (rc = launch_setenv(SONDE_ENV_MODE, mode)) ||
-        (rc = launch_setenv("PYTHONPATH", pypath.data))) {
-        snprintf(err, err_len, "cannot set the environment: %s", strerror(-rc));
-        goto error;
-    }
-
-    if (preload_shim && (rc = launch_preload_shim(pkg_dir, err, err_len)) < 0) goto error;
+    rc = sonde_launch_handover(&self, pkg_dir, mode, program.data ? program.data : "", options,
+                               preload_shim, err, err_len);
+    if (rc < 0) goto error;
 
     /* -m MODULE / -c CODE, then the arguments after argv[0] */
     const char *flag = prog->module ? "-m" : prog->command ? "-c" : NULL;
@@ -207,8 +240,54 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
 error:
     sonde_launch_unblock_signals(); /* one that came meanwhile ends the launcher */
     free(argv);
-    sonde_buf_free(&paths);
-    sonde_buf_free(&pypath);
     sonde_buf_free(&program);
     return rc;
+}
+
+/* ---- a Python command line -------------------------------------------------- */
+
+int sonde_launch_program_word(int argc, char *const *argv, sonde_buf_t *out)
+{
+    /* Python's one-letter options taking a value (in the same word or the
+     * next), and those taking none; anything else is not understood. */
+    static const char with_value[] = "WX";
+    static const char without[] = "bBdEhiIOPqRsSuvVx?";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!a) return -EINVAL;
+        if (strcmp(a, "-") == 0 || a[0] != '-') {
+            sonde_buf_puts(out, a);
+            return sonde_buf_error(out) ? -ENOMEM : 0;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 >= argc || !argv[i + 1]) return -EINVAL;
+            sonde_buf_puts(out, argv[i + 1]);
+            return sonde_buf_error(out) ? -ENOMEM : 0;
+        }
+        if (a[1] == '-') {
+            if (strcmp(a, "--check-hash-based-pycs") == 0) {
+                i++;
+                continue;
+            }
+            return -EINVAL; /* --help, --version...: no program runs */
+        }
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == 'c') {
+                sonde_buf_puts(out, "-c");
+                return sonde_buf_error(out) ? -ENOMEM : 0;
+            }
+            if (*c == 'm') {
+                const char *module = c[1] ? c + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+                if (!module || !*module) return -EINVAL;
+                sonde_buf_printf(out, "-m %s", module);
+                return sonde_buf_error(out) ? -ENOMEM : 0;
+            }
+            if (strchr(with_value, *c)) {
+                if (!c[1]) i++; /* the value is the next word */
+                break;
+            }
+            if (!strchr(without, *c)) return -EINVAL;
+        }
+    }
+    return -EINVAL; /* the interactive prompt */
 }

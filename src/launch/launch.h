@@ -16,6 +16,7 @@
 #define SONDE_LAUNCH_H
 
 #include "options.h"
+#include "../core/buf.h"
 
 #define SONDE_ENV_OPTIONS "SONDE_RUN_OPTIONS"   /* the mode's options, encoded */
 #define SONDE_ENV_BOOT_PATHS "SONDE_BOOT_PATHS" /* entries we put on PYTHONPATH, ':'-separated */
@@ -27,6 +28,11 @@
 #define SONDE_ENV_PRELOAD "SONDE_ORIG_LD_PRELOAD"    /* the user's LD_PRELOAD (--memory) */
 /* SIGINT/SIGTERM numbers the launcher blocked, ','-separated */
 #define SONDE_ENV_BLOCKED "SONDE_RUN_BLOCKED_SIGNALS"
+/* After os.exec* of the same interpreter (src/ext/boot.c): how many execs
+ * led here, the first run's report file ("" terminal), this run's */
+#define SONDE_ENV_EXEC_GEN "SONDE_RUN_EXEC"
+#define SONDE_ENV_EXEC_BASE "SONDE_RUN_EXEC_BASE"
+#define SONDE_ENV_EXEC_OUTFILE "SONDE_RUN_EXEC_OUTFILE"
 #define SONDE_SHIM_NAME "libsonde_shim.so" /* the allocator shim, in the package */
 
 /* What to run: a script, a module or code (-c), and its arguments. */
@@ -54,6 +60,31 @@ int sonde_launch_check(const sonde_program_t *prog, const char *outfile, char *e
  * signal that came meanwhile is then delivered). */
 int sonde_launch_block_signals(void);
 void sonde_launch_unblock_signals(void);
+
+/* The environment the hand-over variables go to: the process's own (the
+ * launcher) or the one a program passes to os.execve (src/ext/exec.c).
+ * get returns a variable's value or NULL; set returns 0 or -errno. */
+typedef struct sonde_launch_env {
+    const char *(*get)(void *ctx, const char *name);
+    int (*set)(void *ctx, const char *name, const char *value);
+    void *ctx;
+} sonde_launch_env_t;
+
+/* Puts the hand-over into env: mode, encoded options, the program's word
+ * (SONDE_RUN_PROGRAM: a script path, "-", "-m module" or "-c"), the
+ * package's _boot directory first on PYTHONPATH (the user's value kept for
+ * the boot), and with preload_shim the allocator shim first on LD_PRELOAD.
+ * Returns 0 or -errno with a message in err. */
+int sonde_launch_handover(const sonde_launch_env_t *env, const char *pkg_dir, const char *mode,
+                          const char *program, const char *options, bool preload_shim, char *err,
+                          size_t err_len);
+
+/* The program word (as above) of a Python command line, argv[0] being the
+ * interpreter: the first argument after Python's own options (-W/-X take a
+ * value; -c and -m end them). Returns 0 with the word appended to out,
+ * -EINVAL when no program would run (the interactive prompt, --version, an
+ * option it does not know) or -ENOMEM. Pure. */
+int sonde_launch_program_word(int argc, char *const *argv, sonde_buf_t *out);
 
 /* Replaces the process with the interpreter running the program under the
  * given mode ("run" or "trace"; the boot hook dispatches on it). options

@@ -233,7 +233,13 @@ static char *boot_absolute(const char *path)
     return abs;
 }
 
-int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program)
+const char *sonde_trace_boot_outfile(void)
+{
+    return boot_prof && getpid() == boot_pid ? boot_outfile : NULL;
+}
+
+int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
+                         const char *outfile_override)
 {
     sonde_trace_opts_t opts;
     char err[512] = "";
@@ -245,6 +251,7 @@ int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program)
         PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
         return -1;
     }
+    if (outfile_override) opts.outfile = outfile_override; /* after an exec: see exec.c */
     if (opts.sort) {
         const char *words[1] = {opts.sort};
         if (sonde_trace_sort_words(&boot_sort, words, 1, err, sizeof err) < 0) {

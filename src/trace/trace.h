@@ -22,7 +22,11 @@ int sonde_trace_module_init(PyObject *module);
  * again), program is the script path or "-m module". Starts tracing and
  * arranges for the report/file at exit. Returns 0 or -1 with an exception
  * (the boot then prints it as one line and exits 2). */
-int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program);
+int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
+                         const char *outfile_override);
+/* The statistics file of `sonde trace` in this process (absolute), NULL
+ * when the report is printed or no boot trace runs. */
+const char *sonde_trace_boot_outfile(void);
 
 /* Before os.exec* (src/ext/exec.c): `sonde trace`'s boot profile is
  * written (the tracer stops), and after an exec that failed all the same

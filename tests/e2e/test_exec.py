@@ -1,8 +1,10 @@
 """os.exec* midway: before the process is replaced, the profile of what ran
-is written (`run`, `run --memory`, `trace`), complete; the new program runs
-as it would under plain python (same output, exit status, descriptors and
-environment: nothing of sonde's crosses the exec); an exec that fails all
-the same leaves profiling going on."""
+is written (`run`, `run --memory`, `trace`), complete; a new program that
+is not this interpreter runs as it would under plain python (same output,
+exit status, descriptors and environment: nothing of sonde's crosses the
+exec); this same interpreter running a program again is profiled too, as a
+second run (its report in <file>.exec1.<ext>, one note line saying so); an
+exec that fails all the same leaves profiling going on."""
 import json
 import os
 import re
@@ -28,8 +30,9 @@ EXEC_PROGRAM = """\
     hot()
     print("before exec", flush=True)
     print("pending", end="")  # lost at the exec unless PYTHONUNBUFFERED
-    # execvp tries each PATH entry: the ones without it fail first
-    os.execvp(os.path.basename(sys.executable), [sys.executable, "-c", %r])
+    # execvp tries each PATH entry: the ones without it fail first; env(1)
+    # is not this interpreter, so nothing of sonde's follows
+    os.execvp("env", ["env", sys.executable, "-c", %r])
     """ % CHILD
 
 MODES = (("run", ["run", "--json"], "json"), ("memory", ["run", "--memory", "--json"], "json"),
@@ -143,3 +146,49 @@ def test_os_exit_writes_profile(env):
     check(ours.returncode == 5 and ours.stdout.startswith("child 9\n")
           and "function calls" in ours.stdout and "osexit.py" in ours.stdout,
           "trace to the terminal: exit %d, stdout %r" % (ours.returncode, ours.stdout[:500]))
+
+
+AGAIN_PROGRAM = """\
+    import os, sys, time
+    def first():  # @def_first
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:  # @first
+            pass
+    def second():  # @def_second
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:  # @second
+            pass
+    if sys.argv[1:] != ["again"]:
+        first()
+        print("first", sorted(k for k in os.environ if "SONDE" in k or k == "LD_PRELOAD"), flush=True)
+        os.execv(sys.executable, [sys.executable, "-X", "utf8", __file__, "again"])
+    second()
+    print("second", sys.flags.utf8_mode, sys.argv[1:],
+          sorted(k for k in os.environ if "SONDE" in k or k == "LD_PRELOAD"), flush=True)
+    sys.exit(6)
+    """
+
+
+def test_exec_same_interpreter_profiled_again(env):
+    script = env.write("again.py", AGAIN_PROGRAM)
+    plain = env.run_python([script])
+    check(plain.returncode == 6 and "second 1 ['again']" in plain.stdout,
+          "plain python: %d %r %r" % (plain.returncode, plain.stdout, plain.stderr))
+    for name, args, kind in MODES:
+        out = os.path.join(env.tmp, "again-%s.%s" % (name, kind))
+        second_out = os.path.join(env.tmp, "again-%s.exec1.%s" % (name, kind))
+        ours = env.run_sonde(args + ["-o", out, script])
+        check(ours.returncode == plain.returncode and ours.stdout == plain.stdout,
+              "%s: exit %d, stdout %r; stderr:\n%s" % (name, ours.returncode, ours.stdout,
+                                                      ours.stderr[-2000:]))
+        notes = [l for l in ours.stderr.splitlines() if l.startswith("sonde:")]
+        check(len(notes) == 1 and "second run" in notes[0] and second_out in notes[0]
+              and ours.stderr.replace(notes[0] + "\n", "") == plain.stderr,
+              "%s: stderr %r" % (name, ours.stderr))
+        _check_profile(env, kind, out, script, ["first"])
+        _check_profile(env, kind, second_out, script, ["second"])
+    # on the terminal: two reports, the first before the exec
+    ours = env.run_sonde(["run", script])
+    check(ours.returncode == 6 and ours.stderr.count("sonde 0.") == 2
+          and ours.stderr.index("second run") < ours.stderr.rindex("sonde 0."),
+          "two reports on the terminal: %r" % ours.stderr[-3000:])
