@@ -6,9 +6,11 @@
  * from --format or the output's ending (and the stacks the stack formats
  * turn on), every error with its message, values of any length, argv left
  * exactly as it was, and the hand-over: what the command encodes, the boot
- * decodes to the same options, whatever bytes the values hold.
+ * decodes to the same options, whatever bytes the values hold; the program
+ * word of a Python command line (for an exec of the same interpreter).
  */
 #include "core/buf.h"
+#include "launch/launch.h"
 #include "launch/netstring.h"
 #include "launch/options.h"
 #include "report/report.h"
@@ -403,6 +405,42 @@ static void test_netstring_words(void)
     sonde_buf_free(&enc);
 }
 
+/* sonde_launch_program_word: the first argument after Python's options. */
+static void test_program_word(void)
+{
+    static const struct {
+        const char *words[6];
+        const char *want; /* NULL: -EINVAL */
+    } cases[] = {
+        {{"python", "app.py", "a"}, "app.py"},
+        {{"python", "-u", "-X", "utf8", "app.py"}, "app.py"},
+        {{"python", "-Wignore", "-Xdev", "-B", "app.py"}, "app.py"},
+        {{"python", "-W", "ignore", "-m", "pkg.mod", "x"}, "-m pkg.mod"},
+        {{"python", "-mhttp.server"}, "-m http.server"},
+        {{"python", "-uc", "print(1)"}, "-c"},
+        {{"python", "-c", "print(1)", "app.py"}, "-c"},
+        {{"python", "-"}, "-"},
+        {{"python", "--", "-odd.py"}, "-odd.py"},
+        {{"python", "--check-hash-based-pycs", "always", "app.py"}, "app.py"},
+        {{"python"}, NULL},
+        {{"python", "-i"}, NULL},
+        {{"python", "--version"}, NULL},
+        {{"python", "-m"}, NULL},
+        {{"python", "-Z", "app.py"}, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int argc = 0;
+        while (argc < 6 && cases[i].words[argc])
+            argc++;
+        sonde_buf_t out = SONDE_BUF_INIT;
+        int rc = sonde_launch_program_word(argc, (char *const *)cases[i].words, &out);
+        bool ok = cases[i].want ? rc == 0 && out.data && strcmp(out.data, cases[i].want) == 0
+                                : rc == -EINVAL;
+        check(ok, "program_word", "case %zu: rc %d word %s", i, rc, out.data ? out.data : "-");
+        sonde_buf_free(&out);
+    }
+}
+
 int main(void)
 {
     test_defaults();
@@ -415,5 +453,6 @@ int main(void)
     test_handover_round_trip();
     test_handover_malformed();
     test_netstring_words();
+    test_program_word();
     return check_exit_code();
 }
