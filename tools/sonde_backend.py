@@ -41,7 +41,7 @@ NAME = "sonde"
 SUMMARY = "A profiler for Python, written in C: time per line, split into Python, native and system"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the source tree's top-level entries an sdist leaves out
-SDIST_SKIP = {".git", "build", "dist", "__pycache__"}
+SDIST_SKIP = {".git", "build", "dist", "node_modules", "__pycache__"}
 
 
 def _version():
