@@ -3,7 +3,7 @@
 Packaging glue only, with no dependency (requires = []): nothing is
 downloaded, so `pip install --no-index --no-build-isolation .` works
 offline. build_wheel runs the Makefile's `package` target for the
-interpreter doing the install (`make PYTHON=<sys.executable> PYTHONS=
+interpreter doing the install (`make PYTHON=<its sys.executable> PYTHONS=
 BUILD=<a temporary directory>`) and packs the wheel by hand with zipfile:
 
   sonde/                      the package as built in <BUILD>/lib/sonde: this
@@ -88,7 +88,11 @@ def _make(build):
     """Builds the package for this interpreter into build; raises on failure
     (make's own output, on the terminal, says why)."""
     jobs = "-j%d" % max(1, min(os.cpu_count() or 1, 8))
-    argv = ["make", "--no-print-directory", jobs, "PYTHON=" + sys.executable, "PYTHONS=",
+    # the interpreter's own file (a venv's bin/python links to it): the
+    # module is the same for each of its venvs, and a kept build-dir then
+    # serves them all without compiling again
+    python = os.path.realpath(sys.executable)
+    argv = ["make", "--no-print-directory", jobs, "PYTHON=" + python, "PYTHONS=",
             "BUILD=" + build, "package"]
     # pip shows this output with -v, or when the build fails
     print("sonde_backend: " + " ".join(argv), file=sys.stderr)
