@@ -13,6 +13,15 @@
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
 #   make format-check         list the files clang-format would change (fails if any)
+#   make install              install the command and the package (every
+#                             interpreter's module) for packagers:
+#                             $(DESTDIR)$(PREFIX)/bin/sonde and
+#                             $(DESTDIR)$(PREFIX)/lib/sonde/sonde/ (PREFIX
+#                             /usr/local); `make uninstall` removes both
+#   make package              only what an install holds (the command, the
+#                             modules, the shim, the Python files, the viewer);
+#                             `pip install .` builds this for its interpreter
+#                             (tools/sonde_backend.py)
 #   make fuzz                 build the libFuzzer targets (tests/fuzz/, clang) into
 #                             build/fuzz/ and run each for FUZZ_SECONDS over its corpus
 #   make CC=clang             build with clang; WERROR=1 turns warnings into errors
@@ -126,14 +135,14 @@ FAKE_NVML := $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
 
 SONDE_BIN := $(BUILD)/bin/sonde
 EXT_MOD   := $(BUILD)/lib/sonde/_sonde$(EXT_SUFFIX)
-PY_FILES  := $(BUILD)/lib/sonde/__init__.py $(BUILD)/lib/sonde/__main__.py \
-             $(BUILD)/lib/sonde/_boot/sitecustomize.py
+# The package's Python files: every sonde/*.py and sonde/_boot/*.py.
+PY_FILES  := $(patsubst %,$(BUILD)/lib/%,$(sort $(wildcard sonde/*.py sonde/_boot/*.py)))
 VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
 .PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
-        other-exts ext-module demo-deps
+        other-exts ext-module demo-deps package install uninstall
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(FAKE_NVML) $(BUILD)/python other-exts
 
@@ -323,6 +332,43 @@ demo:
 	@SONDE_PYTHON='$(PY_EXE)' $(SONDE_BIN) run --html -o $(BUILD)/demo.html examples/demo.py >/dev/null
 	@echo 'demo: the HTML report is $(BUILD)/demo.html (open it in a browser)'
 
+
+# What an installed sonde holds: the command, the extension module of every
+# interpreter built for (as `all`), the allocator shim, the Python files and
+# the viewer; no tests or test tools. The PEP 517 backend of `pip install .`
+# (tools/sonde_backend.py) makes this with PYTHON=<its interpreter> PYTHONS=
+# (that interpreter only) and packs the wheel from $(BUILD)/bin and
+# $(BUILD)/lib/sonde.
+package: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied other-exts
+	@:
+
+# For packagers: the command in $(PREFIX)/bin and the package in
+# $(PREFIX)/lib/sonde/sonde, where the command looks for it (src/cli/main.c)
+# and which `PYTHONPATH=$(PREFIX)/lib/sonde python3 -m sonde` imports (the
+# extra level keeps the rest of $(PREFIX)/lib off Python's path). A
+# reinstall replaces the package directory as a whole, so no module of an
+# interpreter no longer built stays behind.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL_BIN := $(DESTDIR)$(PREFIX)/bin
+INSTALL_PKG := $(DESTDIR)$(PREFIX)/lib/sonde/sonde
+install: package
+	$(call step,INST,$(INSTALL_BIN)/sonde)
+	$(Q)install -d $(INSTALL_BIN)
+	$(Q)install -m 755 $(SONDE_BIN) $(INSTALL_BIN)/sonde
+	$(call step,INST,$(INSTALL_PKG)/)
+	$(Q)rm -rf $(INSTALL_PKG)
+	$(Q)install -d $(INSTALL_PKG)/_boot $(INSTALL_PKG)/viewer
+	$(Q)install -m 755 $(wildcard $(BUILD)/lib/sonde/_sonde.*.so) $(SHIM_LIB) $(INSTALL_PKG)/
+	$(Q)install -m 644 $(filter $(BUILD)/lib/sonde/%.py,$(filter-out %/_boot/sitecustomize.py,$(PY_FILES))) \
+	    $(INSTALL_PKG)/
+	$(Q)install -m 644 $(filter $(BUILD)/lib/sonde/_boot/%,$(PY_FILES)) $(INSTALL_PKG)/_boot/
+	$(Q)install -m 644 $(VIEWER:viewer/%=$(VIEWER_DIR)/%) $(INSTALL_PKG)/viewer/
+
+uninstall:
+	rm -f $(INSTALL_BIN)/sonde
+	rm -rf $(INSTALL_PKG)
+	rmdir $(DESTDIR)$(PREFIX)/lib/sonde 2>/dev/null || true
 
 test:
 	@tools/setup-deps.sh --test

@@ -12,6 +12,8 @@ if [ "${1:-}" = "--test" ]; then
         v=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
         [ -f "/usr/include/python$v/Python.h" ] || want+=(python3-dev)
         /usr/bin/python3 -c 'import numpy' 2>/dev/null || want+=(python3-numpy)
+        # python3 -m venv (tests/e2e/test_install.py)
+        /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || want+=(python3-venv)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
 fi

@@ -41,9 +41,16 @@ int sonde_cli_launch(const char *mode, const struct sonde_program *prog, const c
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Directory of the sonde Python package that belongs to this command
- * (<prefix>/lib/sonde next to <prefix>/bin/sonde). Returns 0 or -errno. */
+/* Directory of the sonde Python package that belongs to this command,
+ * <prefix>/bin/sonde: the first of sonde_cli_pkg_dir_nth's, else (none
+ * found) <prefix>/lib/sonde, where the build puts it. Returns 0 or -errno. */
 int sonde_cli_pkg_dir(char *buf, size_t len);
+/* The nth (from 0) directory below <prefix> that holds the package, in
+ * the order main.c's main_pkg_layouts gives: the build tree's lib/sonde,
+ * `make install`'s lib/sonde/sonde, pip's lib/python3.N/site-packages/sonde
+ * (a venv, --user) and .../dist-packages/sonde. Returns 0, or -ENOENT past
+ * the last, or -errno. */
+int sonde_cli_pkg_dir_nth(int nth, char *buf, size_t len);
 
 /* The interpreter `sonde run` and `sonde trace` start (python.c), as the
  * user named it: --python, else $SONDE_PYTHON, else "python3". */

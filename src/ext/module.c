@@ -285,24 +285,37 @@ static PyTypeObject module_profile_type = {
 
 /* ---- main and boot --------------------------------------------------------------------- */
 
-/* The command sonde/__main__.py hands over to: <prefix>/lib/sonde (this
- * package) -> <prefix>/bin/sonde, as the build lays them out. */
+/* The command sonde/__main__.py hands over to: <prefix>/bin/sonde, the
+ * package lying two, three or four levels below <prefix>, as the command
+ * looks for it (src/cli/main.c): <prefix>/lib/sonde (the build tree),
+ * <prefix>/lib/sonde/sonde (`make install`, and Debian's
+ * lib/python3/dist-packages), <prefix>/lib/python3.N/site-packages/sonde
+ * (`pip install`: a venv, ~/.local). */
 #define MODULE_COMMAND_REL "/bin/sonde"
+#define MODULE_COMMAND_UP_MIN 2
+#define MODULE_COMMAND_UP_MAX 4
 
-/* <prefix>/bin/sonde for the package in <prefix>/lib/sonde, into buf.
- * Returns 0 or -ENOENT (no package directory known, or too short). */
+/* The first <prefix>/bin/sonde above this package (sonde_ext_pkg_dir)
+ * that is an executable file, into buf. Returns 0, or -ENOENT with the
+ * nearest candidate (the build tree's) in buf, or -ENAMETOOLONG. */
 static int module_command_path(char *buf, size_t len)
 {
+    char nearest[sizeof sonde_ext_pkg_dir + sizeof MODULE_COMMAND_REL] = "";
     if ((size_t)snprintf(buf, len, "%s", sonde_ext_pkg_dir) >= len) return -ENAMETOOLONG;
-    for (int up = 0; up < 2; up++) {
+    for (int up = 1; up <= MODULE_COMMAND_UP_MAX; up++) {
         char *slash = strrchr(buf, '/');
-        if (!slash || slash == buf) return -ENOENT;
+        if (!slash || slash == buf) break;
         *slash = 0;
+        if (up < MODULE_COMMAND_UP_MIN) continue;
+        size_t used = strlen(buf);
+        if ((size_t)snprintf(buf + used, len - used, MODULE_COMMAND_REL) >= len - used)
+            return -ENAMETOOLONG;
+        if (access(buf, X_OK) == 0) return 0;
+        if (!nearest[0]) snprintf(nearest, sizeof nearest, "%s", buf);
+        buf[used] = 0;
     }
-    size_t used = strlen(buf);
-    if ((size_t)snprintf(buf + used, len - used, MODULE_COMMAND_REL) >= len - used)
-        return -ENAMETOOLONG;
-    return 0;
+    snprintf(buf, len, "%s", nearest[0] ? nearest : "<prefix>" MODULE_COMMAND_REL);
+    return -ENOENT;
 }
 
 /* Flushes sys.stdout and sys.stderr: exec replaces this process. */
@@ -364,7 +377,7 @@ static PyObject *module_main(PyObject *self, PyObject *arg)
     fprintf(stderr,
             "sonde: cannot run the sonde command %s: %s (`python3 -m sonde` hands over to the "
             "command installed beside the package %s; build it with 'make')\n",
-            found < 0 ? "<prefix>" MODULE_COMMAND_REL : command, strerror(err), sonde_ext_pkg_dir);
+            command, strerror(err), sonde_ext_pkg_dir);
     result = PyLong_FromLong(2);
 done:
     free(argv);
