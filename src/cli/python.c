@@ -158,7 +158,15 @@ static int python_check_version(const char *word, const char *path, const char *
     char *real = realpath(path, NULL);
     const char *base = real ? strrchr(real, '/') : NULL;
     bool known = base && python_tag_of_name(base + 1, tag, sizeof tag);
+    bool python2 = base && strncmp(base + 1, "python2", 7) == 0;
     free(real);
+    if (python2) {
+        snprintf(err, err_len,
+                 "%s is Python 2, which sonde cannot profile (it reads CPython %s); name "
+                 "another interpreter with --python PATH or SONDE_PYTHON",
+                 path, SONDE_PY_RANGE_TEXT);
+        return -ENOEXEC;
+    }
     if (!known) known = python_tag_of_venv(path, tag, sizeof tag);
     if (!known) return 0;
     python_tag_text(tag, shown, sizeof shown);

@@ -93,3 +93,14 @@ def test_version_without_build(env):
         check(len(lines) == 1 and "Python 3.%d" % minor in lines[0] and expect in lines[0],
               "not one line naming 3.%d and %r: %r" % (minor, expect, proc.stderr))
         check(not os.path.exists(os.path.join(env.tmp, "ran")), "the interpreter ran")
+    # Python 2, named with --python: the same one line
+    fake2 = os.path.join(env.tmp, "bin-2", "python2.7")
+    os.makedirs(os.path.dirname(fake2))
+    with open(fake2, "w") as f:
+        f.write("#!/bin/sh\ntouch %s\n" % os.path.join(env.tmp, "ran"))
+    os.chmod(fake2, 0o755)
+    proc = env.run_sonde(["run", "--python", fake2, script])
+    lines = proc.stderr.strip().splitlines()
+    check(proc.returncode != 0 and len(lines) == 1 and "Python 2" in lines[0]
+          and "cannot profile" in lines[0] and not os.path.exists(os.path.join(env.tmp, "ran")),
+          "python2.7: exit %d, %r" % (proc.returncode, proc.stderr))
