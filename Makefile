@@ -127,6 +127,7 @@ FAKE_NVML := $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
 SONDE_BIN := $(BUILD)/bin/sonde
 EXT_MOD   := $(BUILD)/lib/sonde/_sonde$(EXT_SUFFIX)
 PY_FILES  := $(BUILD)/lib/sonde/__init__.py $(BUILD)/lib/sonde/__main__.py \
+             $(BUILD)/lib/sonde/pytest_plugin.py \
              $(BUILD)/lib/sonde/_boot/sitecustomize.py
 VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.

@@ -12,6 +12,7 @@ if [ "${1:-}" = "--test" ]; then
         v=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
         [ -f "/usr/include/python$v/Python.h" ] || want+=(python3-dev)
         /usr/bin/python3 -c 'import numpy' 2>/dev/null || want+=(python3-numpy)
+        /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
 fi

@@ -62,6 +62,13 @@ bool sonde_session_from_run(void)
     return session.active && session.from_run;
 }
 
+sonde_sampler_t *sonde_session_sampler_gil(const char **cwd)
+{
+    if (!session.active || session.pid != getpid() || atomic_load(&session.reported)) return NULL;
+    if (cwd) *cwd = session.cwd;
+    return &session.sampler;
+}
+
 /* ---- the report ---------------------------------------------------------------- */
 
 /* Builds and writes the report. No Python API: runs with or without the
@@ -384,6 +391,7 @@ void sonde_session_after_exec_gil(void)
 
 static void session_clear(sonde_session_t *s)
 {
+    sonde_spans_clear_gil();
     session_unwrap_os_exit();
     if (s->exec_wrapped) sonde_exec_unwrap_gil();
     s->exec_wrapped = false;
