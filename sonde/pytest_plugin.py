@@ -71,10 +71,10 @@ class SondeSession:
             if self.per_test:
                 self._sonde._span_end()
 
-    def pytest_terminal_summary(self, terminalreporter):
+    def pytest_terminal_summary(self, terminalreporter, config):
         if not self.per_test:
             return
-        text = self._sonde._spans_text(self.slowest, 3)
+        text = self._sonde._spans_text(self.slowest, 3, config.get_terminal_writer().fullwidth)
         if text:
             terminalreporter.write_sep("=", "sonde: slowest tests, with their lines of most time")
             for line in text.splitlines():

@@ -80,11 +80,11 @@ typedef struct sonde_sampler {
     sonde_gpu_cursor_t gpu_cursor; /* GPU readings up to the last tick */
     bool gpu_now_valid;            /* the tick's GPU reading, if any */
     sonde_gpu_reading_t gpu_now;
-    sonde_accum_t *spans;    /* owned; span id i's lines at [i - 1] (spans.c) */
-    size_t n_spans;          /* entries allocated in spans */
+    sonde_accum_t *spans;     /* owned; span id i's lines at [i - 1] (spans.c) */
+    size_t n_spans;           /* entries allocated in spans */
     sonde_accum_t *tick_span; /* the current tick's span, or NULL */
     /* Shared. */
-    _Atomic uint32_t span;     /* the span open now (1-based), 0 none: written
+    _Atomic uint32_t span; /* the span open now (1-based), 0 none: written
                                   with the GIL (spans.c), read at each tick */
     pthread_t thread;
     bool thread_started;       /* written by the starting thread only */
@@ -147,10 +147,10 @@ int sonde_spans_begin_gil(const char *name);
 /* Closes the open span, if any. */
 void sonde_spans_end_gil(void);
 /* Appends to out the n_spans longest spans (wall time), each with its
- * n_lines lines of most time (src/report/spans.c), briefly pausing the
- * sampler to read them. Returns 0 (nothing appended without a session or
- * spans) or -ENOMEM. */
-int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines);
+ * n_lines lines of most time, lines clipped to width columns
+ * (src/report/spans.c), briefly pausing the sampler to read them. Returns
+ * 0 (nothing appended without a session or spans) or -ENOMEM. */
+int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines, int width);
 /* Forgets every span (the session ends). */
 void sonde_spans_clear_gil(void);
 

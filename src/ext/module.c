@@ -3,7 +3,8 @@
  * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
  * profile (a context manager), main() (`python3 -m sonde`: the hand-over
  * to the sonde command, which the module does not link), _boot() (the
- * sitecustomize hook). This is an edge: it turns the core's -errno codes
+ * sitecustomize hook), _span_begin/_span_end/_spans_text (per-test figures
+ * for sonde/pytest_plugin.py; spans.c). This is an edge: it turns the core's -errno codes
  * into Python exceptions. start()'s keywords are checked by `sonde run`'s
  * option parser (src/launch/options.c), not here. GIL held in every
  * function here.
@@ -231,14 +232,15 @@ static PyObject *module_span_end(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* _spans_text(n_spans, n_lines): the summary of the n_spans longest spans
- * (src/report/spans.c), "" without a session or spans. */
+/* _spans_text(n_spans, n_lines, width): the summary of the n_spans
+ * longest spans, lines clipped to width columns (src/report/spans.c), ""
+ * without a session or spans. */
 static PyObject *module_spans_text(PyObject *self, PyObject *args)
 {
-    int n_spans = 0, n_lines = 0;
-    if (!PyArg_ParseTuple(args, "ii:_spans_text", &n_spans, &n_lines)) return NULL;
+    int n_spans = 0, n_lines = 0, width = 0;
+    if (!PyArg_ParseTuple(args, "iii:_spans_text", &n_spans, &n_lines, &width)) return NULL;
     sonde_buf_t out = SONDE_BUF_INIT;
-    int rc = sonde_spans_text_gil(&out, n_spans, n_lines);
+    int rc = sonde_spans_text_gil(&out, n_spans, n_lines, width);
     PyObject *text = NULL;
     if (rc < 0 || sonde_buf_error(&out))
         PyErr_NoMemory();
@@ -466,8 +468,8 @@ static PyMethodDef module_methods[] = {
      "the pytest plugin's --sonde-per-test). False when no session runs. Internal."},
     {"_span_end", module_span_end, METH_NOARGS, "_span_end(): closes the open span. Internal."},
     {"_spans_text", module_spans_text, METH_VARARGS,
-     "_spans_text(n_spans, n_lines): the n_spans longest spans, each with its n_lines\n"
-     "lines of most time, as text. Internal."},
+     "_spans_text(n_spans, n_lines, width): the n_spans longest spans, each with its\n"
+     "n_lines lines of most time, as text of width columns. Internal."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 typedef struct spans_entry {
-    char *name; /* owned */
+    char *name;                  /* owned */
     sonde_ns_t begin_ns, end_ns; /* end 0 while open */
 } spans_entry_t;
 
@@ -83,7 +83,7 @@ static int spans_by_wall(const void *a, const void *b)
 /* Appends span `index`'s entry: a model of its own samples, written by
  * the report. The sampler thread is paused. */
 static int spans_write_one(sonde_sampler_t *s, const char *cwd, size_t index, sonde_ns_t wall_ns,
-                           int n_lines, sonde_buf_t *out)
+                           int n_lines, int width, sonde_buf_t *out)
 {
     sonde_profile_t prof;
     sonde_profile_init(&prof);
@@ -96,12 +96,12 @@ static int spans_write_one(sonde_sampler_t *s, const char *cwd, size_t index, so
     }
     if (rc == 0)
         rc = sonde_report_span_text(out, spans_entries[index].name, (double)wall_ns / 1e9, &prof,
-                                    cwd, n_lines);
+                                    cwd, n_lines, width);
     sonde_profile_free(&prof);
     return rc;
 }
 
-int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines)
+int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines, int width)
 {
     const char *cwd = NULL;
     sonde_sampler_t *s = sonde_session_sampler_gil(&cwd);
@@ -118,7 +118,7 @@ int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines)
     sonde_sampler_pause(s);
     int rc = 0;
     for (size_t k = 0; k < spans_n && k < (size_t)n_spans && rc == 0; k++)
-        rc = spans_write_one(s, cwd, ranks[k].index, ranks[k].wall_ns, n_lines, out);
+        rc = spans_write_one(s, cwd, ranks[k].index, ranks[k].wall_ns, n_lines, width, out);
     sonde_sampler_resume(s);
     free(ranks);
     return rc;

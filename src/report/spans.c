@@ -3,7 +3,9 @@
  *
  * Owns: the layout of one entry of the "slowest tests" summary the pytest
  * plugin prints (sonde/pytest_plugin.py hands the text to pytest's
- * terminal as it is). Reads a model built from the span's own samples
+ * terminal as it is): names, paths and source text are sanitised and each
+ * line clipped to the terminal's width as the terminal report does
+ * (termtext.c). Reads a model built from the span's own samples
  * (src/ext/spans.c). Plain C, no libpython; never in a signal handler.
  */
 #include "report_internal.h"
@@ -11,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPANS_SOURCE_MAX 72     /* source text shown, in bytes */
+#define SPANS_MIN_WIDTH 40     /* columns, at least */
 #define SPANS_OUTSIDE_MIN 0.01 /* the time outside the profiled files is named from 1 % */
 
 /* One line of the span, for sorting. */
@@ -47,7 +49,7 @@ static const char *spans_relative(const char *path, const char *cwd)
 }
 
 int sonde_report_span_text(sonde_buf_t *out, const char *name, double wall_sec,
-                           const sonde_profile_t *prof, const char *cwd, int n_lines)
+                           const sonde_profile_t *prof, const char *cwd, int n_lines, int width)
 {
     size_t n = 0, count = 0;
     for (size_t f = 0; f < prof->n_files; f++)
@@ -63,27 +65,41 @@ int sonde_report_span_text(sonde_buf_t *out, const char *name, double wall_sec,
         }
     }
     qsort(lines, n, sizeof *lines, spans_by_time);
+    if (width < SPANS_MIN_WIDTH) width = SPANS_MIN_WIDTH;
+    sonde__tline_t tl;
+    sonde__tline_init(&tl, false);
     sonde_ns_t sampled = prof->total_ns + prof->unattributed_ns;
-    sonde_buf_printf(out, "%7.2fs  %s\n", wall_sec, name);
-    if (!sampled) sonde_buf_puts(out, "          no samples (shorter than the sampling interval)\n");
+    sonde__tline_printf(&tl, "%7.2fs  ", wall_sec);
+    sonde__tline_text(&tl, name);
+    sonde__tline_end(&tl, out, width);
+    if (!sampled) {
+        sonde__tline_text(&tl, "          no samples (shorter than the sampling interval)");
+        sonde__tline_end(&tl, out, width);
+    }
     for (size_t i = 0; i < n && (int)i < n_lines && sampled; i++) {
         const sonde_file_stats_t *file = lines[i].file;
         int lineno = lines[i].line->lineno;
-        sonde_buf_printf(out, "         %5.1f%%  %s:%d in %s", 100.0 * (double)lines[i].ns / (double)sampled,
-                         spans_relative(file->path, cwd), lineno, spans_func(file, lineno));
+        sonde__tline_printf(&tl, "         %5.1f%%  ",
+                            100.0 * (double)lines[i].ns / (double)sampled);
+        sonde__tline_text(&tl, spans_relative(file->path, cwd));
+        sonde__tline_printf(&tl, ":%d in ", lineno);
+        sonde__tline_text(&tl, spans_func(file, lineno));
         if (file->source && lineno >= 1 && (size_t)lineno <= file->n_source) {
             const char *text = file->source[lineno - 1];
             while (*text == ' ' || *text == '\t')
                 text++;
-            size_t len = strlen(text);
-            sonde_buf_printf(out, ": %.*s%s", (int)(len > SPANS_SOURCE_MAX ? SPANS_SOURCE_MAX : len),
-                             text, len > SPANS_SOURCE_MAX ? "..." : "");
+            sonde__tline_text(&tl, ": ");
+            sonde__tline_text(&tl, text);
         }
-        sonde_buf_putc(out, '\n');
+        sonde__tline_end(&tl, out, width);
     }
-    if (sampled && (double)prof->unattributed_ns >= SPANS_OUTSIDE_MIN * (double)sampled)
-        sonde_buf_printf(out, "         %5.1f%%  outside the profiled files\n",
-                         100.0 * (double)prof->unattributed_ns / (double)sampled);
+    if (sampled && (double)prof->unattributed_ns >= SPANS_OUTSIDE_MIN * (double)sampled) {
+        sonde__tline_printf(&tl, "         %5.1f%%  outside the profiled files",
+                            100.0 * (double)prof->unattributed_ns / (double)sampled);
+        sonde__tline_end(&tl, out, width);
+    }
+    int rc = sonde__tline_error(&tl);
+    sonde__tline_free(&tl);
     free(lines);
-    return sonde_buf_error(out) ? -ENOMEM : 0;
+    return rc ? rc : sonde_buf_error(out) ? -ENOMEM : 0;
 }
