@@ -156,3 +156,26 @@ def test_nothing_without_the_option(env):
     check(proc.returncode == 4 and "sonde: cannot write the report" in proc.stderr
           and "test_suite.py" not in proc.stdout,
           "exit %d:\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+
+
+def test_entry_script_is_not_the_users_code(env):
+    # A `pytest` command (Debian's /usr/bin/pytest-3, a venv's bin/pytest) is
+    # a real file outside site-packages; pytest's own work below its one line
+    # must not be charged to it.
+    _need_pytest(env)
+    cwd, suite, _ = _suite(env, "script")
+    script = env.write("bin/pytest", """\
+        import sys
+        import pytest
+        sys.exit(pytest.console_main())  # @main
+        """)
+    out = os.path.join(env.tmp, "script.json")
+    proc = env.run_python([script, "-p", "sonde.pytest_plugin", "-p", "no:cacheprovider",
+                           "--sonde-output", out], env={"PYTHONPATH": env.lib}, cwd=cwd,
+                          timeout=120)
+    check(proc.returncode == 0, "exit %d:\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+    with open(out) as f:
+        prof = json.load(f)
+    names = [os.path.realpath(name) for name in prof["files"]]
+    check(os.path.realpath(script) not in names, "the pytest script was profiled: %s" % names)
+    check(os.path.realpath(suite) in names, "the suite is missing: %s" % names)
