@@ -179,3 +179,45 @@ def test_entry_script_is_not_the_users_code(env):
     names = [os.path.realpath(name) for name in prof["files"]]
     check(os.path.realpath(script) not in names, "the pytest script was profiled: %s" % names)
     check(os.path.realpath(suite) in names, "the suite is missing: %s" % names)
+
+
+def test_spans_api(env):
+    # The C side of --sonde-per-test, on every interpreter (pytest or not):
+    # spans ordered by wall time, each with its own hot line.
+    script = env.write("spans.py", """\
+        import time
+        from sonde import _sonde
+
+        def spin(sec):
+            end = time.perf_counter() + sec
+            while time.perf_counter() < end: pass  # @spin
+
+        def nap(sec):
+            time.sleep(sec)  # @nap
+
+        print(_sonde._span_begin("none"), repr(_sonde._spans_text(5, 3, 100)))
+        _sonde.start()
+        _sonde._span_begin("short")
+        nap(0.3)
+        _sonde._span_begin("long")   # closes "short"
+        spin(0.6)
+        _sonde._span_end()
+        spin(0.2)                     # in no span
+        print(_sonde._spans_text(5, 1, 100), end="")
+        _sonde.stop()
+        """)
+    proc = env.run_python([script], env={"PYTHONPATH": env.lib})
+    check(proc.returncode == 0, "exit %d:\n%s" % (proc.returncode, proc.stderr))
+    marks = marked_lines(script)
+    lines = proc.stdout.splitlines()
+    check(lines[0] == "False ''", "without a session: %r" % lines[0])
+    check(len(lines) == 5, "want 2 spans of 1 line each:\n%s" % proc.stdout)
+    long_m = re.match(r"^ *([0-9.]+)s  long$", lines[1])
+    short_m = re.match(r"^ *([0-9.]+)s  short$", lines[3])
+    check(long_m and short_m, "order or names:\n%s" % proc.stdout)
+    check(0.55 <= float(long_m.group(1)) <= 0.9 and 0.25 <= float(short_m.group(1)) <= 0.6,
+          "wall times:\n%s" % proc.stdout)
+    for text, mark in ((lines[2], "spin"), (lines[4], "nap")):
+        m = re.match(r"^ *([0-9.]+)%  spans.py:(\d+) in (spin|nap): ", text)
+        check(m and int(m.group(2)) == marks[mark] and float(m.group(1)) >= 85,
+              "span's top line %r, not line %d at 85 %% or more" % (text, marks[mark]))
