@@ -91,7 +91,7 @@ static void test_empty(void)
 
 static void test_failing_malloc(const sonde_profile_t *prof, const char *dir)
 {
-#ifdef CHECK_CAN_FAIL_MALLOC
+#if CHECK_CAN_FAIL_MALLOC
     bool ok = true;
     for (long n = 0; n < 40 && ok; n++) {
         sonde_buf_t out = SONDE_BUF_INIT;
