@@ -67,7 +67,7 @@ static sonde_ns_t spans_wall(const spans_entry_t *e, sonde_ns_t now)
     return end > e->begin_ns ? end - e->begin_ns : 0;
 }
 
-/* For qsort_r-less sorting: the wall times, by index. */
+/* A span by index, with its wall time, for sorting. */
 typedef struct spans_rank {
     size_t index;
     sonde_ns_t wall_ns;

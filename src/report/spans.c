@@ -64,7 +64,7 @@ int sonde_report_span_text(sonde_buf_t *out, const char *name, double wall_sec,
             if (ns) lines[n++] = (spans_line_t){file, line, ns};
         }
     }
-    qsort(lines, n, sizeof *lines, spans_by_time);
+    if (n > 1) qsort(lines, n, sizeof *lines, spans_by_time);
     if (width < SPANS_MIN_WIDTH) width = SPANS_MIN_WIDTH;
     sonde__tline_t tl;
     sonde__tline_init(&tl, false);
