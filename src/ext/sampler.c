@@ -166,9 +166,12 @@ static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampl
 
 /* ---- spans ------------------------------------------------------------------------ */
 
+#define SAMPLER_SPAN_LINES 8 /* a span's first line table (about 1 KB) */
+
 /* The accumulator of span `id` (1-based; grown on first use), or NULL (id
  * 0: no span open; out of memory: the span misses this tick, counted in
- * its dropped_samples when it is next reached). Sampler thread only. */
+ * the session's dropped_samples, which the report shows). Sampler thread
+ * only. */
 static sonde_accum_t *sampler_span_acc(sonde_sampler_t *s, uint32_t id)
 {
     if (id == 0) return NULL;
@@ -182,6 +185,8 @@ static sonde_accum_t *sampler_span_acc(sonde_sampler_t *s, uint32_t id)
             return NULL;
         }
         memset(grown + s->n_spans, 0, (n - s->n_spans) * sizeof *grown);
+        for (size_t i = s->n_spans; i < n; i++)
+            grown[i].lines_initial = SAMPLER_SPAN_LINES; /* one test: a few lines */
         s->spans = grown;
         s->n_spans = n;
     }
