@@ -14,6 +14,7 @@ if [ "${1:-}" = "--test" ]; then
         /usr/bin/python3 -c 'import numpy' 2>/dev/null || want+=(python3-numpy)
         # python3 -m venv (tests/e2e/test_install.py)
         /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || want+=(python3-venv)
+        /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
 fi

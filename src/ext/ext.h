@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../core/buf.h"
 #include "../core/keytab.h"
 #include "../launch/options.h"
 #include "../model/model.h"
@@ -79,7 +80,12 @@ typedef struct sonde_sampler {
     sonde_gpu_cursor_t gpu_cursor; /* GPU readings up to the last tick */
     bool gpu_now_valid;            /* the tick's GPU reading, if any */
     sonde_gpu_reading_t gpu_now;
+    sonde_accum_t *spans;     /* owned; span id i's lines at [i - 1] (spans.c) */
+    size_t n_spans;           /* entries allocated in spans */
+    sonde_accum_t *tick_span; /* the current tick's span, or NULL */
     /* Shared. */
+    _Atomic uint32_t span; /* the span open now (1-based), 0 none: written
+                                  with the GIL (spans.c), read at each tick */
     pthread_t thread;
     bool thread_started;       /* written by the starting thread only */
     _Atomic pid_t thread_tid;  /* kernel id of the sampler thread */
@@ -132,6 +138,9 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env);
 /* The report file of the session in this process (absolute), NULL when it
  * goes to the terminal or no session runs here. */
 const char *sonde_session_outfile(void);
+/* The active session's sampler (this process's, report not written yet)
+ * and, in *cwd (borrowed), its working directory; NULL without one. */
+sonde_sampler_t *sonde_session_sampler_gil(const char **cwd);
 /* os.exec* (exec.c): before, the session's report is written (its threads
  * paused); after an exec that failed, the threads go on. No-ops without a
  * session of this process. Never raise. */
@@ -140,6 +149,25 @@ void sonde_session_before_exec_gil(void);
  * status may be NULL (not an int: unknown). Never raises. */
 void sonde_session_before_os_exit_gil(PyObject *status);
 void sonde_session_after_exec_gil(void);
+
+/* ---- spans: named stretches of a session, such as tests (spans.c) ----------
+ * A span's time is charged to its own lines as well as the session's: the
+ * sampler charges each tick to the span open at that tick. One span is
+ * open at a time. */
+
+/* Opens a span named `name` (copied), closing the one open. Returns 1, 0
+ * when no session of this process runs (nothing recorded), or -1 with an
+ * exception. */
+int sonde_spans_begin_gil(const char *name);
+/* Closes the open span, if any. */
+void sonde_spans_end_gil(void);
+/* Appends to out the n_spans longest spans (wall time), each with its
+ * n_lines lines of most time, lines clipped to width columns
+ * (src/report/spans.c), briefly pausing the sampler to read them. Returns
+ * 0 (nothing appended without a session or spans) or -ENOMEM. */
+int sonde_spans_text_gil(sonde_buf_t *out, int n_spans, int n_lines, int width);
+/* Forgets every span (the session ends). */
+void sonde_spans_clear_gil(void);
 
 /* ---- boot (boot.c) ----------------------------------------------------------- */
 

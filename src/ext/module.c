@@ -3,7 +3,8 @@
  * Owns: PyInit__sonde and the functions Python code calls: start(), stop(),
  * profile (a context manager), main() (`python3 -m sonde`: the hand-over
  * to the sonde command, which the module does not link), _boot() (the
- * sitecustomize hook). This is an edge: it turns the core's -errno codes
+ * sitecustomize hook), _span_begin/_span_end/_spans_text (per-test figures
+ * for sonde/pytest_plugin.py; spans.c). This is an edge: it turns the core's -errno codes
  * into Python exceptions. start()'s keywords are checked by `sonde run`'s
  * option parser (src/launch/options.c), not here. GIL held in every
  * function here.
@@ -209,6 +210,44 @@ static PyObject *module_stop(PyObject *self, PyObject *unused)
     if (sonde_session_from_run()) Py_RETURN_NONE;
     if (sonde_session_stop_gil() < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* ---- spans: per-test figures for the pytest plugin ---------------------------- */
+
+/* _span_begin(name): opens a span of the running session (closing the
+ * open one). Returns True, or False when no session runs. */
+static PyObject *module_span_begin(PyObject *self, PyObject *arg)
+{
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    int rc = sonde_spans_begin_gil(PyBytes_AS_STRING(bytes));
+    Py_DECREF(bytes);
+    if (rc < 0) return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *module_span_end(PyObject *self, PyObject *unused)
+{
+    sonde_spans_end_gil();
+    Py_RETURN_NONE;
+}
+
+/* _spans_text(n_spans, n_lines, width): the summary of the n_spans
+ * longest spans, lines clipped to width columns (src/report/spans.c), ""
+ * without a session or spans. */
+static PyObject *module_spans_text(PyObject *self, PyObject *args)
+{
+    int n_spans = 0, n_lines = 0, width = 0;
+    if (!PyArg_ParseTuple(args, "iii:_spans_text", &n_spans, &n_lines, &width)) return NULL;
+    sonde_buf_t out = SONDE_BUF_INIT;
+    int rc = sonde_spans_text_gil(&out, n_spans, n_lines, width);
+    PyObject *text = NULL;
+    if (rc < 0 || sonde_buf_error(&out))
+        PyErr_NoMemory();
+    else
+        text = PyUnicode_DecodeFSDefaultAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
+    sonde_buf_free(&out);
+    return text;
 }
 
 /* ---- profile: `with sonde.profile(outfile=...):` ---------------------------------- */
@@ -437,6 +476,13 @@ static PyMethodDef module_methods[] = {
      "main(argv): runs the sonde command beside this package with this interpreter\n"
      "(python3 -m sonde)."},
     {"_boot", module_boot, METH_NOARGS, "Start-up hook of `sonde run` (internal)."},
+    {"_span_begin", module_span_begin, METH_O,
+     "_span_begin(name): time from now on is also charged to the span `name` (a test;\n"
+     "the pytest plugin's --sonde-per-test). False when no session runs. Internal."},
+    {"_span_end", module_span_end, METH_NOARGS, "_span_end(): closes the open span. Internal."},
+    {"_spans_text", module_spans_text, METH_VARARGS,
+     "_spans_text(n_spans, n_lines, width): the n_spans longest spans, each with its\n"
+     "n_lines lines of most time, as text of width columns. Internal."},
     {NULL, NULL, 0, NULL},
 };
 

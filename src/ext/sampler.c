@@ -70,16 +70,16 @@ typedef struct sonde_sampler_thread {
 
 /* ---- accumulation ------------------------------------------------------- */
 
-/* Charges a tick's time to line `key`: running time by the native test's
- * answer (1 native, 0 Python, -1 none: shared out later by the line's
- * answers, see sonde_line_split), and system time. */
-static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, int answer,
-                           bool in_call, sonde_ns_t system_ns)
+/* Charges a tick's time to line `key` in one accumulator: running time
+ * by the native test's answer (1 native, 0 Python, -1 none: shared out
+ * later by the line's answers, see sonde_line_split), and system time. */
+static void sampler_charge_to(sonde_sampler_t *s, sonde_accum_t *to, uint64_t key,
+                              sonde_ns_t run_ns, int answer, bool in_call, sonde_ns_t system_ns)
 {
     sonde_ns_t python_ns = answer == 0 ? run_ns : 0, native_ns = answer == 1 ? run_ns : 0;
     sonde_ns_t unwatched_ns = answer < 0 ? run_ns : 0;
     if (!key) python_ns += unwatched_ns; /* unattributed: counted, not split */
-    sonde_line_acc_t *acc = sonde_accum_charge(&s->acc, key, python_ns, native_ns, system_ns);
+    sonde_line_acc_t *acc = sonde_accum_charge(to, key, python_ns, native_ns, system_ns);
     if (!acc) return;
     if (run_ns && answer == 1) acc->native_answers++;
     if (run_ns && answer == 0) acc->python_answers++;
@@ -96,6 +96,15 @@ static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, 
         if (s->gpu_now.peak_memory_mb > acc->gpu_peak_mb)
             acc->gpu_peak_mb = s->gpu_now.peak_memory_mb;
     }
+}
+
+/* Charges a tick's time to the process's lines and, while a span is
+ * open, to the span's too. */
+static void sampler_charge(sonde_sampler_t *s, uint64_t key, sonde_ns_t run_ns, int answer,
+                           bool in_call, sonde_ns_t system_ns)
+{
+    sampler_charge_to(s, &s->acc, key, run_ns, answer, in_call, system_ns);
+    if (s->tick_span) sampler_charge_to(s, s->tick_span, key, run_ns, answer, in_call, system_ns);
 }
 
 /* A late tick (the sampler thread was kept off its CPU for longer than an
@@ -126,16 +135,16 @@ static sonde_ns_t sampler_beyond_answer(const sonde_sampler_t *s, sonde_ns_t run
     return answer >= 0 && run_ns > reach ? run_ns - reach : 0;
 }
 
-/* Adds running time to the thread's previous place, as classified there
- * (no new sample, no new answer). */
-static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampler_thread *t,
-                                    sonde_ns_t run_ns)
+/* Adds running time to the thread's previous place in one accumulator,
+ * as classified there (no new sample, no new answer). */
+static void sampler_charge_previous_to(sonde_accum_t *to, const struct sonde_sampler_thread *t,
+                                       sonde_ns_t run_ns)
 {
     if (!t->last_key) {
-        s->acc.unattributed_ns += run_ns;
+        to->unattributed_ns += run_ns;
         return;
     }
-    sonde_line_acc_t *acc = sonde_accum_line(&s->acc, t->last_key);
+    sonde_line_acc_t *acc = sonde_accum_line(to, t->last_key);
     if (!acc) return;
     if (t->last_answer == 1)
         acc->native_ns += run_ns;
@@ -145,6 +154,43 @@ static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampl
         acc->unwatched_call_ns += run_ns;
     else
         acc->unwatched_ns += run_ns;
+}
+
+/* The same for the process's lines and the open span's. */
+static void sampler_charge_previous(sonde_sampler_t *s, const struct sonde_sampler_thread *t,
+                                    sonde_ns_t run_ns)
+{
+    sampler_charge_previous_to(&s->acc, t, run_ns);
+    if (s->tick_span) sampler_charge_previous_to(s->tick_span, t, run_ns);
+}
+
+/* ---- spans ------------------------------------------------------------------------ */
+
+#define SAMPLER_SPAN_LINES 8 /* a span's first line table (about 1 KB) */
+
+/* The accumulator of span `id` (1-based; grown on first use), or NULL (id
+ * 0: no span open; out of memory: the span misses this tick, counted in
+ * the session's dropped_samples, which the report shows). Sampler thread
+ * only. */
+static sonde_accum_t *sampler_span_acc(sonde_sampler_t *s, uint32_t id)
+{
+    if (id == 0) return NULL;
+    if (id > s->n_spans) {
+        size_t n = s->n_spans ? s->n_spans : 64;
+        while (n < id)
+            n *= 2;
+        sonde_accum_t *grown = realloc(s->spans, n * sizeof *grown);
+        if (!grown) {
+            s->acc.partial.dropped_samples++;
+            return NULL;
+        }
+        memset(grown + s->n_spans, 0, (n - s->n_spans) * sizeof *grown);
+        for (size_t i = s->n_spans; i < n; i++)
+            grown[i].lines_initial = SAMPLER_SPAN_LINES; /* one test: a few lines */
+        s->spans = grown;
+        s->n_spans = n;
+    }
+    return &s->spans[id - 1];
 }
 
 /* ---- threads ------------------------------------------------------------------ */
@@ -471,6 +517,9 @@ static void sampler_tick(sonde_sampler_t *s)
         return;
     }
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
+    /* The span open now takes the whole tick (a test that ended since the
+     * previous tick leaves its last part to the next one). */
+    s->tick_span = sampler_span_acc(s, atomic_load_explicit(&s->span, memory_order_acquire));
     /* Every thread, the main one first, for as long as the tick's budget
      * lasts; the threads left out keep their entries (the next tick
      * starts with them). */
@@ -661,6 +710,11 @@ void sonde_sampler_free(sonde_sampler_t *s)
     sonde_threadreg_free(&s->threads);
     sonde_threadlist_free(&s->tick_threads);
     sonde_accum_free(&s->acc);
+    for (size_t i = 0; i < s->n_spans; i++)
+        sonde_accum_free(&s->spans[i]);
+    free(s->spans);
+    s->spans = NULL;
+    s->n_spans = 0;
     sonde_codecache_free(&s->codes);
     s->can_resume = false;
     sonde_pyproc_close(&s->proc);

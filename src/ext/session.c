@@ -68,6 +68,13 @@ bool sonde_session_from_run(void)
     return session.active && session.from_run;
 }
 
+sonde_sampler_t *sonde_session_sampler_gil(const char **cwd)
+{
+    if (!session.active || session.pid != getpid() || atomic_load(&session.reported)) return NULL;
+    if (cwd) *cwd = session.cwd;
+    return &session.sampler;
+}
+
 /* ---- the report ---------------------------------------------------------------- */
 
 /* An empty terminal report at the program's exit, when the exit status is
@@ -399,6 +406,7 @@ void sonde_session_after_exec_gil(void)
 
 static void session_clear(sonde_session_t *s)
 {
+    sonde_spans_clear_gil();
     if (s->exec_wrapped) sonde_exec_unwrap_gil();
     s->exec_wrapped = false;
     sonde_memory_stop(&s->memory);

@@ -61,6 +61,16 @@ int sonde_report_html_page(const char *json_text, size_t len, const char *viewer
 int sonde_report_html_from_json(const char *json_text, size_t len, const char *viewer_dir,
                                 sonde_buf_t *out, char *why, size_t why_len);
 
+/* One span (a test, `pytest --sonde-per-test`): a first line with its
+ * wall time and name, then its n_lines lines of most time, each with its
+ * share of the span's sampled time, file (relative to cwd when inside it),
+ * line, function and source text, and a last line with the share outside
+ * the profiled files when that is 1 % or more; every line sanitised and
+ * clipped to width columns (at least 40), without colour. prof is built
+ * from the span's samples alone. Appends to out. Returns 0 or -ENOMEM. */
+int sonde_report_span_text(sonde_buf_t *out, const char *name, double wall_sec,
+                           const sonde_profile_t *prof, const char *cwd, int n_lines, int width);
+
 /* ---- call stacks (sonde attach/record; prof->stacks, prof->frames) ------
  * Each writer appends to out and returns 0 or -ENOMEM; a profile without
  * stacks gives a valid, empty document of its format. Names are untrusted

@@ -57,7 +57,8 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key)
 {
     if (!key) return NULL;
     return sonde_keytab_get((void **)&acc->lines, &acc->lines_cap, &acc->lines_used,
-                            sizeof *acc->lines, ACCUM_LINES_INITIAL, key);
+                            sizeof *acc->lines,
+                            acc->lines_initial ? acc->lines_initial : ACCUM_LINES_INITIAL, key);
 }
 
 sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,

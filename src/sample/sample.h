@@ -337,6 +337,8 @@ typedef struct sonde_stack_acc {
 typedef struct sonde_accum {
     sonde_line_acc_t *lines; /* owned; keytab */
     size_t lines_cap, lines_used;
+    size_t lines_initial;      /* the lines table's first capacity, a power of
+                             two (0: 1024); small for one test's span */
     sonde_stack_acc_t *stacks; /* owned; open addressing */
     size_t stacks_cap, stacks_used;
     sonde_aframe_t *pool; /* owned; frames of every stored stack */
