@@ -85,9 +85,9 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
         rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
-    const char *ours[] = {SONDE_ENV_OPTIONS,   SONDE_ENV_BOOT_PATHS,  SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH, SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
-                          SONDE_ENV_BLOCKED,   SONDE_ENV_EXEC_GEN,    SONDE_ENV_EXEC_BASE,
+    const char *ours[] = {SONDE_ENV_OPTIONS,     SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
+                          SONDE_ENV_HAD_PYPATH,  SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
+                          SONDE_ENV_BLOCKED,     SONDE_ENV_EXEC_GEN,   SONDE_ENV_EXEC_BASE,
                           SONDE_ENV_EXEC_OUTFILE};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
@@ -257,12 +257,12 @@ static bool boot_import_frames_only(PyObject *tb)
 /* What this process's boot was handed (kept for a program that runs this
  * interpreter again: sonde_boot_exec_env_gil). */
 static struct {
-    pid_t pid;           /* the process booted; 0: no `sonde run`/`trace` boot */
-    char *pkg_dir;       /* the package directory (holding _boot/) */
+    pid_t pid;            /* the process booted; 0: no `sonde run`/`trace` boot */
+    char *pkg_dir;        /* the package directory (holding _boot/) */
     char *mode, *options; /* as handed over */
-    bool preload;        /* --memory: the shim was preloaded */
-    int gen;             /* how many execs of the interpreter led here (0: the launcher's) */
-    char *base;          /* the first run's report file (absolute); NULL: the terminal */
+    bool preload;         /* --memory: the shim was preloaded */
+    int gen;              /* how many execs of the interpreter led here (0: the launcher's) */
+    char *base;           /* the first run's report file (absolute); NULL: the terminal */
 } boot_handover;
 
 static const char *boot_env_get(void *ctx, const char *name)
@@ -391,9 +391,8 @@ static void boot_keep_handover(const char *boot_paths, const char *mode, const c
     boot_handover.base = base && *base ? strdup(base) : NULL;
     boot_handover.preload = preload;
     boot_handover.gen = gen && *gen ? atoi(gen) : 0;
-    boot_handover.pid = boot_handover.pkg_dir && boot_handover.mode && boot_handover.options
-                            ? getpid()
-                            : 0;
+    boot_handover.pid =
+        boot_handover.pkg_dir && boot_handover.mode && boot_handover.options ? getpid() : 0;
 }
 
 bool sonde_boot_script_failed_gil(void)
@@ -405,9 +404,8 @@ bool sonde_boot_script_failed_gil(void)
     /* The script's source never compiled (no frame ran), or under -m the
      * module's: a SyntaxError (a ValueError for a NUL byte before 3.12)
      * raised with runpy's frames alone. */
-    bool no_compile =
-        last_value && (PyErr_GivenExceptionMatches(last_value, PyExc_SyntaxError) ||
-                       PyErr_GivenExceptionMatches(last_value, PyExc_ValueError));
+    bool no_compile = last_value && (PyErr_GivenExceptionMatches(last_value, PyExc_SyntaxError) ||
+                                     PyErr_GivenExceptionMatches(last_value, PyExc_ValueError));
     bool failed = last_value &&
                   (last_traceback == Py_None ||
                    (boot_module_main && no_compile && boot_import_frames_only(last_traceback))) &&

@@ -69,8 +69,8 @@ static bool exec_same_interpreter(PyObject *path)
     PyErr_Fetch(&type, &value, &tb);
     PyObject *exe = PySys_GetObject("executable"); /* borrowed */
     PyObject *exe_bytes = NULL;
-    if (!PyLong_Check(path) && PyUnicode_FSConverter(path, &bytes) && exe &&
-        PyUnicode_Check(exe) && PyUnicode_FSConverter(exe, &exe_bytes))
+    if (!PyLong_Check(path) && PyUnicode_FSConverter(path, &bytes) && exe && PyUnicode_Check(exe) &&
+        PyUnicode_FSConverter(exe, &exe_bytes))
         same = stat(PyBytes_AS_STRING(bytes), &target) == 0 &&
                stat(PyBytes_AS_STRING(exe_bytes), &self) == 0 && target.st_dev == self.st_dev &&
                target.st_ino == self.st_ino;

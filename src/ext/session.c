@@ -84,12 +84,12 @@ sonde_sampler_t *sonde_session_sampler_gil(const char **cwd)
  * interpreter has finished, so that it can say the program failed with
  * status n rather than that it was too short to sample. */
 static struct {
-    bool registered;        /* on_exit done (once per process) */
-    pid_t pid;              /* the process whose line it is */
-    bool pending;           /* a line to print at exit */
-    double elapsed_sec;     /* of the profile */
-    double interval_sec;    /* sampling interval */
-    sonde_ns_t outside_ns;  /* time sampled outside the profiled files */
+    bool registered;       /* on_exit done (once per process) */
+    pid_t pid;             /* the process whose line it is */
+    bool pending;          /* a line to print at exit */
+    double elapsed_sec;    /* of the profile */
+    double interval_sec;   /* sampling interval */
+    sonde_ns_t outside_ns; /* time sampled outside the profiled files */
     bool profile_all;
 } session_empty_note;
 static bool session_exiting; /* session_stop is called by the atexit hook */
@@ -509,8 +509,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.on_terminate = session_on_terminate;
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
-    if (session_register_atexit() < 0 || session_register_fork() < 0 ||
-        sonde_exec_wrap_gil() < 0) {
+    if (session_register_atexit() < 0 || session_register_fork() < 0 || sonde_exec_wrap_gil() < 0) {
         session_clear(s);
         return -1;
     }
