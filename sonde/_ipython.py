@@ -40,7 +40,9 @@ def _profile(shell, options, code):
     fd, path = tempfile.mkstemp(prefix="sonde-", suffix=".html" if notebook else ".txt")
     os.close(fd)
     try:
-        _sonde.start(outfile=path, format="html" if notebook else "text", options=options)
+        # the kernel's own threads, idle in poll, are not the cell's
+        _sonde.start(outfile=path, format="html" if notebook else "text", options=options,
+                     other_threads=False)
         try:
             shell.run_cell(code, store_history=False)
         finally:

@@ -87,6 +87,9 @@ typedef struct sonde_sampler {
     sonde_ns_t interval_ns;
     bool virtual_time;
     bool record_stacks;           /* keep each sample's call stack */
+    bool prior_threads_out;       /* leave out the threads present at the first
+                                     tick, but the one that started the sampler */
+    uint64_t start_tstate;        /* that one's thread state (set by start) */
     const sonde_filter_t *filter; /* borrowed */
     const struct sonde_gpu *gpu;  /* borrowed; NULL: no GPU figures */
     void (*on_terminate)(void);   /* called on the sampler thread after

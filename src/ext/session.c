@@ -509,6 +509,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
     s->sampler.virtual_time = opts->virtual_time;
     s->sampler.record_stacks = opts->stacks;
+    s->sampler.prior_threads_out = opts->prior_threads_out;
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = session_on_terminate;
     sonde_gpu_start(&s->gpu, opts);
