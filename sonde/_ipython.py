@@ -75,7 +75,7 @@ def load_ipython_extension(shell):
             else:
                 options, code = shlex.split(line), cell
             _profile(shell, options, code)
-        except (ValueError, TypeError) as e:  # the options, as C checked them
+        except (ValueError, TypeError, RuntimeError) as e:  # the options, as C checked them
             raise UsageError(str(e)) from None
 
     shell.register_magic_function(sonde, "line_cell", "sonde")

@@ -1,0 +1,130 @@
+"""IPython and Jupyter: `%load_ext sonde`, then `%%sonde` and `%sonde
+statement` (sonde/_ipython.py) profile a cell and show the report: the text
+report in terminal IPython, the HTML report in an iframe (srcdoc) in a
+notebook, run headless with `jupyter nbconvert --execute`. Run on the
+interpreters that have IPython (Debian's python3 with python3-ipython,
+python3-ipykernel and jupyter-nbconvert: tools/setup-deps.sh --test)."""
+import html
+import json
+import os
+import re
+import shutil
+
+from support import Skip, check
+
+# A cell as a user types it: the hot line is line 4 of the code below
+# %%sonde (IPython numbers the cell's body from 1).
+HOT_SOURCE = "while time.perf_counter() < end: pass  # hot"
+HOT_LINENO = 4
+CELL_BODY = """\
+import time
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    %s
+spin(1.0)
+""" % HOT_SOURCE
+
+
+def _report_row(report, lineno, source):
+    """The percentages of the text report's row for line lineno showing
+    source, or None."""
+    for row in report.splitlines():
+        m = re.match(r"\s*(\d+)\s+(.*?)\s{2,}\S*\s*" + re.escape(source) + r"\s*$", row)
+        if m and int(m.group(1)) == lineno:
+            return [float(x) for x in re.findall(r"([\d.]+)%", m.group(2))]
+    return None
+
+
+def test_ipython_cell_and_line_magics(env):
+    code = "\n".join([
+        "%load_ext sonde",
+        "get_ipython().run_cell(%r)" % ("%%sonde --interval 0.005\n" + CELL_BODY),
+        "%sonde --all-lines spin(0.3)",
+        "print('cell-ran', spin.__code__.co_filename)",
+        "%sonde --bogus spin(0.1)",
+    ])
+    proc = env.run_python(["-m", "IPython", "--no-banner", "--colors=NoColor", "-c", code],
+                          env={"PYTHONPATH": env.lib, "IPYTHONDIR": os.path.join(env.tmp, "ipy")},
+                          timeout=60)
+    out = proc.stdout
+    check("cell-ran <ipython-input-" in out, out + proc.stderr)
+    reports = re.split(r"(?=sonde \d+\.\d+\.\d+: )", out)[1:]
+    check(len(reports) == 2, "want 2 reports (%%sonde, %%sonde stmt): %s" % out[-3000:])
+    cell, line = reports
+    check("every 5 ms" in cell, "--interval not taken: %s" % cell)
+    check(re.search(r"<ipython-input-\d+-[0-9a-f]+>: 100\.0% of time", cell), cell)
+    row = _report_row(cell, HOT_LINENO, HOT_SOURCE)
+    check(row and sum(row) >= 80, "hot line %d not found or cold (%r):\n%s"
+          % (HOT_LINENO, row, cell))
+    secs = float(re.search(r"([\d.]+) s profiled", cell).group(1))
+    check(0.8 <= secs <= 3.0, "profiled %.3f s of a 1 s loop" % secs)
+    # the line magic's statement runs the cell's spin(): its hot line again
+    check(_report_row(line, HOT_LINENO, HOT_SOURCE), "line magic: hot line missing:\n" + line)
+    check("UsageError: sonde: unknown option '--bogus'" in out + proc.stderr,
+          "bad option: %s" % (out + proc.stderr)[-2000:])
+
+
+test_ipython_cell_and_line_magics.requires = "IPython"
+
+
+def _notebook(cells):
+    """nbformat 4 JSON for code cells, with the test's kernel."""
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "sonde-test", "display_name": "sonde test",
+                                    "language": "python"}},
+        "cells": [{"cell_type": "code", "id": "cell%d" % i, "metadata": {},
+                   "execution_count": None, "outputs": [], "source": text}
+                  for i, text in enumerate(cells)],
+    }
+
+
+def test_notebook_html_report(env):
+    nbconvert = shutil.which("jupyter-nbconvert")
+    if not nbconvert:
+        raise Skip("no jupyter-nbconvert (Debian: apt-get install jupyter-nbconvert)")
+    # the kernel: this interpreter, found through JUPYTER_PATH first
+    kernels = os.path.join(env.tmp, "jupyter", "kernels", "sonde-test")
+    os.makedirs(kernels)
+    with open(os.path.join(kernels, "kernel.json"), "w") as f:
+        json.dump({"argv": [env.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                   "display_name": "sonde test", "language": "python"}, f)
+    nb = os.path.join(env.tmp, "cells.ipynb")
+    with open(nb, "w") as f:
+        json.dump(_notebook(["%load_ext sonde", "%%sonde\n" + CELL_BODY]), f)
+    proc = env.run([nbconvert, "--to", "notebook", "--execute", "--output", "out.ipynb", nb],
+                   env={"PYTHONPATH": env.lib, "JUPYTER_PATH": os.path.join(env.tmp, "jupyter"),
+                        "JUPYTER_RUNTIME_DIR": os.path.join(env.tmp, "runtime"),
+                        "JUPYTER_CONFIG_DIR": os.path.join(env.tmp, "config"),
+                        "IPYTHONDIR": os.path.join(env.tmp, "ipy"),
+                        "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
+                   timeout=120)
+    out = os.path.join(env.tmp, "out.ipynb")
+    check(proc.returncode == 0 and os.path.exists(out), proc.stdout + proc.stderr[-3000:])
+    with open(out) as f:
+        outputs = json.load(f)["cells"][1]["outputs"]
+    shown = [o for o in outputs if o["output_type"] == "display_data"]
+    check(len(shown) == 1 and "text/html" in shown[0]["data"], "outputs: %s" % str(outputs)[:2000])
+    frame = "".join(shown[0]["data"]["text/html"])
+    m = re.fullmatch(r'<iframe srcdoc="([^"<>]*)"[^<>]*></iframe>', frame, re.S)
+    check(m, "not an iframe with srcdoc: %s" % frame[:300])
+    page = html.unescape(m.group(1))
+    check(page.startswith("<!DOCTYPE html>"), page[:200])
+    data = re.search(r'<script type="application/json" id="sonde-profile">(.*?)</script>',
+                     page, re.S)
+    check(data, "no profile in the page")
+    prof = json.loads(data.group(1))
+    files = prof["files"]
+    check(len(files) == 1 and re.search(r"/ipykernel_\d+/\d+\.py$", list(files)[0]),
+          "files: %s" % list(files))
+    entry = list(files.values())[0]
+    check(entry["source"][HOT_LINENO - 1].strip() == HOT_SOURCE, "source: %r" % entry["source"])
+    hot = [l for l in entry["lines"] if l["lineno"] == HOT_LINENO]
+    check(hot and hot[0]["line"].strip() == HOT_SOURCE and hot[0]["n_cpu_percent_python"]
+          + hot[0]["n_cpu_percent_c"] >= 80, "hot line: %s" % entry["lines"])
+    # the kernel's own threads (idle in poll) are not the cell's time
+    check(prof["unattributed_percent"] < 10, "outside: %r" % prof["unattributed_percent"])
+    check(0.8 <= prof["profiled_time_sec"] <= 3.0, "profiled %r s" % prof["profiled_time_sec"])
+
+
+test_notebook_html_report.requires = "ipykernel"
