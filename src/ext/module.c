@@ -172,11 +172,10 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *format = Py_None, *options = Py_None;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
     int verbose = 0, other_threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOp:start", kwlist,
-                                     &interval, &outfile, &json, &virtual_time, &profile_all, &only,
-                                     &exclude, &threshold, &all_lines, &stacks, &memory,
-                                     &malloc_threshold, &gpu, &verbose, &format, &options,
-                                     &other_threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOp:start", kwlist, &interval,
+                                     &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
+                                     &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
+                                     &gpu, &verbose, &format, &options, &other_threads))
         return NULL;
     if ((interval && !module_is_number(interval, true, "interval")) ||
         (threshold && !module_is_number(threshold, true, "cpu_percent_threshold")) ||

@@ -407,8 +407,7 @@ int sonde_profile_finish(sonde_profile_t *prof)
     return 0;
 }
 
-int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text,
-                             size_t len)
+int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text, size_t len)
 {
     sonde_file_stats_t *file = sonde_profile_file(prof, path);
     if (!file || file->source || !text) return 0;

@@ -249,8 +249,7 @@ int sonde_profile_finish(sonde_profile_t *prof);
  * above. Call after sonde_profile_finish (which reloads sources from
  * disk). Returns 0 (also when there is no such file, or it has a source)
  * or -ENOMEM. */
-int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text,
-                             size_t len);
+int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text, size_t len);
 
 /* Looks up a file by path; NULL if absent (or path NULL). The pointer is
  * valid until the next sonde_profile_add or sonde_profile_free. */

@@ -211,8 +211,8 @@ static void test_source(const char *dir)
     /* an IPython cell's text, from memory; a file read from disk keeps its own */
     const char *want_cell[] = {"x = 1", "", "while x: pass"};
     file = model_load(&prof, "<ipython-input-1-ab>");
-    int set_rc = sonde_profile_set_source(&prof, "<ipython-input-1-ab>", "x = 1\n\nwhile x: pass\n",
-                                          21);
+    int set_rc =
+        sonde_profile_set_source(&prof, "<ipython-input-1-ab>", "x = 1\n\nwhile x: pass\n", 21);
     check(set_rc == 0 && model_source_is(file, want_cell, 3), "model_source_from_memory",
           "rc %d n_source %zu", set_rc, file ? file->n_source : 0);
     check(sonde_profile_set_source(&prof, "<absent>", "y", 1) == 0 &&
