@@ -128,3 +128,32 @@ def test_notebook_html_report(env):
 
 
 test_notebook_html_report.requires = "ipykernel"
+
+
+def test_cell_source_from_linecache(env):
+    """Without IPython: code compiled as IPython compiles a cell (a name that
+    is no file, its text in linecache) is profiled, with its text; code
+    under a name the filter leaves out ("<string>") is not, text or not."""
+    out = os.path.join(env.tmp, "cell.json")
+    cell = CELL_BODY.replace("spin(1.0)", "spin(0.6)")
+    script = env.write("cellsim.py", """\
+        import linecache, sonde
+        cell = %r
+        for name in ("<ipython-input-7-0123abcd>", "<string>"):
+            linecache.cache[name] = (len(cell), None, cell.splitlines(True), name)
+        sonde.start(outfile=%r, json=True)
+        exec(compile(cell, "<ipython-input-7-0123abcd>", "exec"), {})
+        exec(compile(cell.replace("0.6", "0.2"), "<string>", "exec"), {})
+        sonde.stop()
+        """ % (cell, out))
+    proc = env.run_python([script], env={"PYTHONPATH": env.lib}, timeout=60)
+    check(proc.returncode == 0, proc.stderr)
+    with open(out) as f:
+        prof = json.load(f)
+    # <string>'s time goes to the line of cellsim.py that ran it
+    check("<ipython-input-7-0123abcd>" in prof["files"] and "<string>" not in prof["files"],
+          "files: %s" % list(prof["files"]))
+    entry = prof["files"]["<ipython-input-7-0123abcd>"]
+    check(entry.get("source") == cell.splitlines(), "source: %r" % entry.get("source"))
+    hot = [l for l in entry["lines"] if l["lineno"] == HOT_LINENO]
+    check(hot and hot[0]["line"].strip() == HOT_SOURCE, "hot line: %s" % entry["lines"])
