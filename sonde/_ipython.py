@@ -10,6 +10,7 @@ import html
 import io
 import os
 import shlex
+import sys
 import tempfile
 
 from sonde import _sonde
@@ -22,7 +23,13 @@ def _split_line(line):
     lexer = shlex.shlex(stream, posix=True)
     lexer.whitespace_split = True
     words, ends = [], []
-    for word in iter(lexer.get_token, None):
+    while True:
+        try:
+            word = lexer.get_token()
+        except ValueError:  # the statement's own quotes: no option is past them
+            break
+        if word is None:
+            break
         words.append(word)
         ends.append(stream.tell())
     n = _sonde._option_words(words)
@@ -34,15 +41,27 @@ def _in_notebook(shell):
     return getattr(shell, "kernel", None) is not None
 
 
-def _profile(shell, options, code):
-    """Runs code as a cell under sonde and displays the report."""
+def _magic_cell(shell):
+    """The name IPython compiled the cell holding %%sonde under (found on the
+    stack among the cells its compiler cached), or None: that cell's one
+    line, the call of the magic, is not the user's code to profile."""
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename not in names:
+        frame = frame.f_back
+    return frame.f_code.co_filename if frame is not None else None
+
+
+def _profile(shell, options, code, exclude=None):
+    """Runs code as a cell under sonde and displays the report; exclude: a
+    file name not to profile."""
     notebook = _in_notebook(shell)
     fd, path = tempfile.mkstemp(prefix="sonde-", suffix=".html" if notebook else ".txt")
     os.close(fd)
     try:
         # the kernel's own threads, idle in poll, are not the cell's
         _sonde.start(outfile=path, format="html" if notebook else "text", options=options,
-                     other_threads=False)
+                     other_threads=False, profile_exclude=[exclude] if exclude else None)
         try:
             shell.run_cell(code, store_history=False)
         finally:
@@ -70,11 +89,11 @@ def load_ipython_extension(shell):
         --cpu-percent-threshold P, --all-lines, --stacks, ...)."""
         from IPython.core.error import UsageError
         try:
-            if cell is None:
+            if cell is None:  # the cell around %sonde may hold the code it calls
                 options, code = _split_line(line)
+                _profile(shell, options, code)
             else:
-                options, code = shlex.split(line), cell
-            _profile(shell, options, code)
+                _profile(shell, shlex.split(line), cell, _magic_cell(shell))
         except (ValueError, TypeError, RuntimeError) as e:  # the options, as C checked them
             raise UsageError(str(e)) from None
 

@@ -39,15 +39,16 @@ def test_ipython_cell_and_line_magics(env):
     code = "\n".join([
         "%load_ext sonde",
         "get_ipython().run_cell(%r)" % ("%%sonde --interval 0.005\n" + CELL_BODY),
-        "%sonde --all-lines spin(0.3)",
+        "%sonde --all-lines spin(0.3); s = 'it' + \"'s\"",
         "print('cell-ran', spin.__code__.co_filename)",
+        "print('statement-ran', s)",
         "%sonde --bogus spin(0.1)",
     ])
     proc = env.run_python(["-m", "IPython", "--no-banner", "--colors=NoColor", "-c", code],
                           env={"PYTHONPATH": env.lib, "IPYTHONDIR": os.path.join(env.tmp, "ipy")},
                           timeout=60)
     out = proc.stdout
-    check("cell-ran <ipython-input-" in out, out + proc.stderr)
+    check("cell-ran <ipython-input-" in out and "statement-ran it's" in out, out + proc.stderr)
     reports = re.split(r"(?=sonde \d+\.\d+\.\d+: )", out)[1:]
     check(len(reports) == 2, "want 2 reports (%%sonde, %%sonde stmt): %s" % out[-3000:])
     cell, line = reports
