@@ -1,7 +1,8 @@
 """IPython and Jupyter: `%load_ext sonde`, then `%%sonde` and `%sonde
 statement` (sonde/_ipython.py) profile a cell and show the report: the text
 report in terminal IPython, the HTML report in an iframe (srcdoc) in a
-notebook, run headless with `jupyter nbconvert --execute`. Run on the
+notebook, run headless with `jupyter nbconvert --execute`, with the build's
+package on PYTHONPATH and `pip install`ed into a venv. Run on the
 interpreters that have IPython (Debian's python3 with python3-ipython,
 python3-ipykernel and jupyter-nbconvert: tools/setup-deps.sh --test)."""
 import html
@@ -9,8 +10,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
-from support import Skip, check
+from support import Skip, check, outside_env
 
 # A cell as a user types it: the hot line is line 4 of the code below
 # %%sonde (IPython numbers the cell's body from 1).
@@ -80,26 +82,30 @@ def _notebook(cells):
     }
 
 
-def test_notebook_html_report(env):
+def _run_notebook(env, python, shell):
+    """Runs a notebook of `%load_ext sonde` and a %%sonde cell headless
+    (jupyter nbconvert --execute) in a kernel of python, with the
+    environment shell; checks the cell's output is the HTML report in an
+    iframe (srcdoc) and returns the profile the page holds."""
     nbconvert = shutil.which("jupyter-nbconvert")
     if not nbconvert:
         raise Skip("no jupyter-nbconvert (Debian: apt-get install jupyter-nbconvert)")
-    # the kernel: this interpreter, found through JUPYTER_PATH first
-    kernels = os.path.join(env.tmp, "jupyter", "kernels", "sonde-test")
+    # the kernel: python, found through JUPYTER_PATH first
+    jupyter = os.path.join(env.tmp, "jupyter")
+    kernels = os.path.join(jupyter, "kernels", "sonde-test")
     os.makedirs(kernels)
     with open(os.path.join(kernels, "kernel.json"), "w") as f:
-        json.dump({"argv": [env.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        json.dump({"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                    "display_name": "sonde test", "language": "python"}, f)
     nb = os.path.join(env.tmp, "cells.ipynb")
     with open(nb, "w") as f:
         json.dump(_notebook(["%load_ext sonde", "%%sonde\n" + CELL_BODY]), f)
-    proc = env.run([nbconvert, "--to", "notebook", "--execute", "--output", "out.ipynb", nb],
-                   env={"PYTHONPATH": env.lib, "JUPYTER_PATH": os.path.join(env.tmp, "jupyter"),
-                        "JUPYTER_RUNTIME_DIR": os.path.join(env.tmp, "runtime"),
-                        "JUPYTER_CONFIG_DIR": os.path.join(env.tmp, "config"),
-                        "IPYTHONDIR": os.path.join(env.tmp, "ipy"),
-                        "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
-                   timeout=120)
+    shell = dict(shell, JUPYTER_PATH=jupyter,
+                 JUPYTER_RUNTIME_DIR=os.path.join(env.tmp, "runtime"),
+                 JUPYTER_CONFIG_DIR=os.path.join(env.tmp, "config"),
+                 IPYTHONDIR=os.path.join(env.tmp, "ipy"), PYDEVD_DISABLE_FILE_VALIDATION="1")
+    proc = subprocess.run([nbconvert, "--to", "notebook", "--execute", "--output", "out.ipynb", nb],
+                          capture_output=True, text=True, env=shell, cwd=env.tmp, timeout=120)
     out = os.path.join(env.tmp, "out.ipynb")
     check(proc.returncode == 0 and os.path.exists(out), proc.stdout + proc.stderr[-3000:])
     with open(out) as f:
@@ -114,7 +120,11 @@ def test_notebook_html_report(env):
     data = re.search(r'<script type="application/json" id="sonde-profile">(.*?)</script>',
                      page, re.S)
     check(data, "no profile in the page")
-    prof = json.loads(data.group(1))
+    return json.loads(data.group(1))
+
+
+def _check_notebook_profile(prof):
+    """The cell's file, its source and its hot line; nothing else."""
     files = prof["files"]
     check(len(files) == 1 and re.search(r"/ipykernel_\d+/\d+\.py$", list(files)[0]),
           "files: %s" % list(files))
@@ -126,6 +136,12 @@ def test_notebook_html_report(env):
     # the kernel's own threads (idle in poll) are not the cell's time
     check(prof["unattributed_percent"] < 10, "outside: %r" % prof["unattributed_percent"])
     check(0.8 <= prof["profiled_time_sec"] <= 3.0, "profiled %r s" % prof["profiled_time_sec"])
+
+
+def test_notebook_html_report(env):
+    """The build's package on PYTHONPATH, which the kernel inherits."""
+    shell = env.base_env({"PYTHONPATH": env.lib})
+    _check_notebook_profile(_run_notebook(env, env.python, shell))
 
 
 test_notebook_html_report.requires = "ipykernel"
@@ -158,3 +174,44 @@ def test_cell_source_from_linecache(env):
     check(entry.get("source") == cell.splitlines(), "source: %r" % entry.get("source"))
     hot = [l for l in entry["lines"] if l["lineno"] == HOT_LINENO]
     check(hot and hot[0]["line"].strip() == HOT_SOURCE, "hot line: %s" % entry["lines"])
+
+
+def test_notebook_in_venv_with_pip_install(env):
+    """A venv of this python made with --system-site-packages (Debian's
+    IPython and ipykernel), sonde `pip install`ed into it offline, the
+    kernel the venv's python, no PYTHONPATH."""
+    install = _load_test_install(env)
+    venv = os.path.join(env.tmp, "venv")
+    made = subprocess.run([env.python, "-m", "venv", "--system-site-packages", venv],
+                          capture_output=True, text=True, env=outside_env(), timeout=120)
+    if made.returncode != 0 and "ensurepip" in made.stdout + made.stderr:
+        raise Skip("no venv module with pip (Debian: apt-get install python3-venv)")
+    check(made.returncode == 0, "python -m venv failed: %s" % made.stderr[-2000:])
+    shell = outside_env()
+    for name in ("SONDE_PYTHON", "PYTHONPATH", "PYTHONHOME", "NO_COLOR", "PIP_INDEX_URL"):
+        shell.pop(name, None)
+    shell["PATH"] = os.path.join(venv, "bin") + os.pathsep + shell.get("PATH", "")
+    shell["VIRTUAL_ENV"] = venv
+    python = os.path.join(venv, "bin", "python")
+    install._call([python, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                   "--config-settings", "build-dir=" + install._shared_build(env), env.root],
+                  shell, env.tmp, timeout=300)
+    where = install._call([python, "-c", "import sonde, IPython; print(sonde.__file__)"],
+                          shell, env.tmp).stdout.strip()
+    check(os.path.realpath(where).startswith(os.path.realpath(venv) + os.sep),
+          "the venv's sonde is %s" % where)
+    _check_notebook_profile(_run_notebook(env, python, shell))
+
+
+test_notebook_in_venv_with_pip_install.requires = "ipykernel"
+
+
+def _load_test_install(env):
+    """tests/e2e/test_install.py, for its pip install helpers (one shared
+    build directory for every install of a run)."""
+    import importlib.util
+    path = os.path.join(env.root, "tests", "e2e", "test_install.py")
+    spec = importlib.util.spec_from_file_location("sonde_test_install", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
