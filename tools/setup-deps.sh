@@ -15,6 +15,10 @@ if [ "${1:-}" = "--test" ]; then
         # python3 -m venv (tests/e2e/test_install.py)
         /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || want+=(python3-venv)
         /usr/bin/python3 -c 'import pytest' 2>/dev/null || want+=(python3-pytest)
+        # tests/e2e/test_jupyter.py: %%sonde in IPython and in a notebook
+        /usr/bin/python3 -c 'import IPython' 2>/dev/null || want+=(python3-ipython)
+        /usr/bin/python3 -c 'import ipykernel' 2>/dev/null || want+=(python3-ipykernel)
+        [ -x /usr/bin/jupyter-nbconvert ] || want+=(jupyter-nbconvert)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
 fi

@@ -15,6 +15,11 @@ bool sonde_path_is_pseudo(const char *path)
     return !path || !*path || path[0] == '<';
 }
 
+bool sonde_path_is_ipython_cell(const char *path)
+{
+    return path && strncmp(path, "<ipython-input-", 15) == 0;
+}
+
 /* Whether the n bytes at name are "site-packages" or "dist-packages". */
 static bool pathrule_site_name(const char *name, size_t n)
 {

@@ -15,6 +15,10 @@
 /* True for a name that is not a real file: NULL, "", "<frozen os>",
  * "<string>", "<stdin>". */
 bool sonde_path_is_pseudo(const char *path);
+/* True for the name IPython gives a cell's code in a terminal
+ * ("<ipython-input-3-5f1c2a...>"): not a file, but the user's own code,
+ * whose text Python's linecache holds. */
+bool sonde_path_is_ipython_cell(const char *path);
 /* True when the last component of dir is site-packages or dist-packages
  * (trailing slashes ignored). */
 bool sonde_path_is_site_dir(const char *dir);

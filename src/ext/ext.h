@@ -37,6 +37,31 @@ int sonde_filter_init_gil(sonde_filter_t *filter, const sonde_run_opts_t *opts,
                           const char *sonde_pkg_dir, const char *program);
 void sonde_filter_free(sonde_filter_t *filter);
 
+/* ---- source text of code with no file: IPython cells (cells.c) ------------- */
+
+typedef struct sonde_cell {
+    char *path; /* owned; the name the code was compiled under */
+    char *text; /* owned; the lines joined; NULL when empty */
+    size_t len;
+} sonde_cell_t;
+
+typedef struct sonde_cells {
+    sonde_cell_t *items; /* owned */
+    size_t n, cap;
+    size_t bytes; /* sum of the texts' lengths */
+} sonde_cells_t;
+
+/* Copies from Python's linecache (when the program imported it) the text
+ * of every entry with no regular file behind it (IPython's cells) whose
+ * name filter profiles, within fixed bounds. Returns 0 (cells filled,
+ * maybe empty) or -ENOMEM (cells empty). No Python exception is left set. */
+int sonde_cells_collect_gil(sonde_cells_t *cells, const sonde_filter_t *filter);
+/* Gives each cell's text to the profile's file of that name when finish
+ * found no source for it (sonde_profile_set_source). No Python API.
+ * Returns 0 or -ENOMEM. */
+int sonde_cells_apply(const sonde_cells_t *cells, sonde_profile_t *prof);
+void sonde_cells_free(sonde_cells_t *cells);
+
 /* ---- the sampler thread (sampler.c) --------------------------------------- */
 
 /* What the GPU reader (gpu.c) gives the sampler for one tick. */
@@ -62,6 +87,9 @@ typedef struct sonde_sampler {
     sonde_ns_t interval_ns;
     bool virtual_time;
     bool record_stacks;           /* keep each sample's call stack */
+    bool prior_threads_out;       /* leave out the threads present at the first
+                                     tick, but the one that started the sampler */
+    uint64_t start_tstate;        /* that one's thread state (set by start) */
     const sonde_filter_t *filter; /* borrowed */
     const struct sonde_gpu *gpu;  /* borrowed; NULL: no GPU figures */
     void (*on_terminate)(void);   /* called on the sampler thread after

@@ -10,7 +10,8 @@
  * a site-packages/dist-packages directory or sonde itself, or is not a
  * real file ("<frozen ...>", "<string>"; but the code of `-c CODE` is
  * "<string>" and a script read from standard input "<stdin>": the
- * program's own, so that name is profiled); --profile-only replaces that rule
+ * program's own, so that name is profiled; so is an IPython cell,
+ * "<ipython-input-N-...>"); --profile-only replaces that rule
  * by "the path contains one of the patterns"; --profile-exclude removes
  * files whose path contains a pattern; --profile-all profiles everything
  * that is a real file.

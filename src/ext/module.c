@@ -121,6 +121,32 @@ static int module_word_patterns(module_words_t *w, const char *option, PyObject 
     return rc;
 }
 
+/* options: `sonde run`'s options as the words of a command line (a
+ * sequence of str, ["--memory", "--interval", "0.005"]), after those the
+ * keywords gave. Returns 0 or -1 with an exception. */
+static int module_word_options(module_words_t *w, PyObject *options)
+{
+    if (options == Py_None) return 0;
+    PyObject *items = PyUnicode_Check(options) ? NULL : PySequence_List(options);
+    if (!items) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "sonde: options must be a list of strings");
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyUnicode_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "sonde: options must be a list of strings");
+            rc = -1;
+        } else {
+            rc = module_word(w, item);
+        }
+    }
+    Py_DECREF(items);
+    return rc;
+}
+
 static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"interval",
@@ -138,16 +164,18 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
                              "gpu",
                              "verbose",
                              "format",
+                             "options",
+                             "other_threads",
                              NULL};
     PyObject *interval = NULL, *threshold = NULL, *malloc_threshold = NULL;
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None, *gpu = Py_None;
-    PyObject *format = Py_None;
+    PyObject *format = Py_None, *options = Py_None;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
-    int verbose = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpO:start", kwlist, &interval,
+    int verbose = 0, other_threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOp:start", kwlist, &interval,
                                      &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
                                      &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
-                                     &gpu, &verbose, &format))
+                                     &gpu, &verbose, &format, &options, &other_threads))
         return NULL;
     if ((interval && !module_is_number(interval, true, "interval")) ||
         (threshold && !module_is_number(threshold, true, "cpu_percent_threshold")) ||
@@ -181,6 +209,7 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
         int on = PyObject_IsTrue(gpu);
         if (on < 0 || module_word_text(&w, on ? "--gpu" : "--no-gpu") < 0) goto done;
     }
+    if (module_word_options(&w, options) < 0) goto done;
     int rc = sonde_run_opts_parse(&opts, w.argc, w.argv, false, err, sizeof err);
     if (rc == -ENOMEM) {
         PyErr_NoMemory();
@@ -195,9 +224,37 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
                      strerror(-rc));
         goto done;
     }
+    opts.prior_threads_out = !other_threads;
     if (sonde_session_start_gil(&opts, false, NULL) < 0) goto done;
     Py_INCREF(Py_None);
     result = Py_None;
+done:
+    sonde_run_opts_free(&opts);
+    free(w.argv);
+    Py_DECREF(w.keep);
+    return result;
+}
+
+/* _option_words(words): how many leading words of the list are `sonde run`'s
+ * options (a "--" that ends them included), for `%sonde OPTIONS STATEMENT`
+ * (sonde/_ipython.py), which runs the rest. Raises ValueError with the
+ * parser's message when the options are wrong. */
+static PyObject *module_option_words(PyObject *self, PyObject *words)
+{
+    module_words_t w = {PyList_New(0), NULL, 0, 0};
+    sonde_run_opts_t opts;
+    PyObject *result = NULL;
+    char err[512] = "";
+    sonde_run_opts_default(&opts);
+    if (!w.keep) return NULL;
+    if (module_word_options(&w, words) < 0) goto done;
+    int rc = sonde_run_opts_parse(&opts, w.argc, w.argv, false, err, sizeof err);
+    if (rc == -ENOMEM)
+        PyErr_NoMemory();
+    else if (rc < 0)
+        PyErr_Format(PyExc_ValueError, "sonde: %s", err);
+    else
+        result = PyLong_FromLong(opts.n_option_tokens);
 done:
     sonde_run_opts_free(&opts);
     free(w.argv);
@@ -460,7 +517,7 @@ static PyMethodDef module_methods[] = {
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
      "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
      "      memory=False, malloc_threshold=524288, gpu=None, verbose=False,\n"
-     "      format=None)\n\n"
+     "      format=None, options=None, other_threads=True)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing.\n"
      "The keywords are `sonde run`'s options, checked by the same code:\n"
      "format is one of text, json, html, svg, folded, speedscope (the last\n"
@@ -469,7 +526,13 @@ static PyMethodDef module_methods[] = {
      "loads (it raises RuntimeError otherwise). gpu=None reports GPU\n"
      "utilisation and memory per line when an NVIDIA GPU is present, True\n"
      "asks for them (saying on stderr why there are none), False turns them\n"
-     "off; verbose=True says on stderr what is profiled."},
+     "off; verbose=True says on stderr what is profiled. options takes the\n"
+     "same options as words of a command line, after the keywords':\n"
+     "options=[\"--profile-all\", \"--interval\", \"0.005\"]. other_threads=False\n"
+     "leaves out the threads already running, but the caller (those a Jupyter\n"
+     "kernel runs for itself); threads started later are profiled."},
+    {"_option_words", module_option_words, METH_O,
+     "_option_words(words): how many leading words are `sonde run`'s options."},
     {"stop", module_stop, METH_NOARGS,
      "stop(): stops profiling and writes the report (to outfile, else stderr)."},
     {"main", module_main, METH_O,

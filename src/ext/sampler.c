@@ -65,6 +65,7 @@ typedef struct sonde_sampler_thread {
     int last_answer;        /* the native test's answer there (sampler_charge) */
     bool last_in_call;      /* ... and whether it was on a call instruction */
     bool last_valid;        /* last_key.. come from a stack read */
+    bool left_out;          /* present at the first tick (prior_threads_out) */
     sonde_prim_thread_t os; /* the kernel's view of the thread */
 } sonde_sampler_thread_t;
 
@@ -419,6 +420,10 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     bool is_new = false;
     sonde_sampler_thread_t *t = sampler_thread_entry(s, pt->tstate, pt->native_tid, &is_new);
     if (!t) return;
+    /* A Jupyter kernel's own threads, idle in poll, are not the cell's. */
+    if (is_new && s->first_tick && s->prior_threads_out && pt->tstate != s->start_tstate)
+        t->left_out = true;
+    if (t->left_out) return;
     sonde_ns_t cpu_ns = 0, runq_ns = 0;
     if (sonde_prim_thread_times(&t->os, &cpu_ns, &runq_ns) < 0) return;
     if (is_new && s->first_tick) {
@@ -623,6 +628,7 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     atomic_store(&s->started.pending, 0);
     s->first_tick = true;
     s->rng = sonde_prim_monotonic_ns() | 1;
+    s->start_tstate = (uint64_t)(uintptr_t)PyThreadState_Get();
 
     runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!runtime) return -ENOEXEC;

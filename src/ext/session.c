@@ -4,8 +4,9 @@
  * its atexit hook, its SIGTERM handler, its report before os._exit and
  * before an os.exec* (exec.c wraps those functions) and the
  * writing of its report, in the format its options chose from the format
- * registry (src/report/format.c); an empty terminal report at exit is one
- * line printed by a C exit handler, which knows the exit status.
+ * registry (src/report/format.c), with the text of IPython cells it
+ * profiled (cells.c); an empty terminal report at exit is one line printed
+ * by a C exit handler, which knows the exit status.
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
  * and writing a report needs no Python). session_sigterm is a signal
@@ -38,6 +39,7 @@ typedef struct sonde_session {
     char *cwd;        /* owned; "" when unknown */
     char *viewer_dir; /* owned; <package>/viewer, for html */
     sonde_filter_t filter;
+    sonde_cells_t cells; /* IPython cells' text, copied at stop (cells.c) */
     sonde_sampler_t sampler;
     sonde_memory_t memory; /* --memory (memory.c); zero when off */
     sonde_gpu_t gpu;       /* GPU reader (gpu.c); idle without a GPU */
@@ -149,6 +151,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
+    if ((rc = sonde_cells_apply(&s->cells, &prof)) < 0) goto done;
     prof.profile_all = s->opts.profile_all;
     if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
     if (session_defer_empty(s, &prof)) goto done;
@@ -413,6 +416,7 @@ static void session_clear(sonde_session_t *s)
     sonde_memory_restore_gil(&s->memory);
     sonde_memory_free(&s->memory);
     sonde_filter_free(&s->filter);
+    sonde_cells_free(&s->cells);
     sonde_gpu_free(&s->gpu);
     sonde_sampler_free(&s->sampler);
     free(s->outfile);
@@ -505,6 +509,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.interval_ns = (sonde_ns_t)(opts->interval_sec * 1e9);
     s->sampler.virtual_time = opts->virtual_time;
     s->sampler.record_stacks = opts->stacks;
+    s->sampler.prior_threads_out = opts->prior_threads_out;
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = session_on_terminate;
     sonde_gpu_start(&s->gpu, opts);
@@ -587,6 +592,8 @@ static int session_stop(bool flush_streams, bool write_report)
     if (write_report && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {
         const char *what = "";
         if (flush_streams) session_flush_python_streams();
+        /* without the cells' text the report still names their lines */
+        if (sonde_cells_collect_gil(&s->cells, &s->filter) < 0) sonde_cells_free(&s->cells);
         Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);
         Py_END_ALLOW_THREADS if (rc < 0)
         {

@@ -45,6 +45,9 @@ typedef struct sonde_run_opts {
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU
                                      figures when a GPU is present */
     bool verbose;                 /* -v/--verbose: diagnostics on stderr at start */
+    bool prior_threads_out;       /* sonde.start(other_threads=False) only (no
+                                     option word): leave out the threads already
+                                     running at start but the starting one */
     /* The report's format (src/report/format.c): --format, --json, --html,
      * else the output file's ending, else text. Never NULL after a
      * successful parse or decode. */

@@ -407,6 +407,13 @@ int sonde_profile_finish(sonde_profile_t *prof)
     return 0;
 }
 
+int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text, size_t len)
+{
+    sonde_file_stats_t *file = sonde_profile_file(prof, path);
+    if (!file || file->source || !text) return 0;
+    return sonde__source_split(text, len, false, &file->source, &file->n_source);
+}
+
 sonde_file_stats_t *sonde_profile_file(sonde_profile_t *prof, const char *path)
 {
     if (!path) return NULL;

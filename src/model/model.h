@@ -243,6 +243,14 @@ int sonde_profile_thread(sonde_profile_t *prof, const char *name);
  * dropped; an empty readable file gives source non-NULL, n_source 0. */
 int sonde_profile_finish(sonde_profile_t *prof);
 
+/* Gives the file named path, when the profile has it and finish found no
+ * source for it on disk, the text held in memory (len bytes; an IPython
+ * cell's code, from Python's linecache), split into lines by the rules
+ * above. Call after sonde_profile_finish (which reloads sources from
+ * disk). Returns 0 (also when there is no such file, or it has a source)
+ * or -ENOMEM. */
+int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text, size_t len);
+
 /* Looks up a file by path; NULL if absent (or path NULL). The pointer is
  * valid until the next sonde_profile_add or sonde_profile_free. */
 sonde_file_stats_t *sonde_profile_file(sonde_profile_t *prof, const char *path);

@@ -21,6 +21,11 @@
  * cannot be read (then nothing is allocated). */
 int sonde__source_load(const char *path, char ***lines_out, size_t *n_out);
 
+/* Splits text held in memory (len bytes; no size cap beyond the line
+ * count) into lines by the same rules. Returns 0 or -ENOMEM. */
+int sonde__source_split(const char *text, size_t len, bool truncated, char ***lines_out,
+                        size_t *n_out);
+
 /* Frees what sonde__source_load returned (NULL is fine). */
 void sonde__source_free(char **lines, size_t n);
 

@@ -1,6 +1,7 @@
 /* source.c — loading a profiled file's source text for the reports.
  *
- * Owns: sonde__source_load / sonde__source_free (model_internal.h). Called
+ * Owns: sonde__source_load / sonde__source_split / sonde__source_free
+ * (model_internal.h). Called
  * by sonde_profile_finish after sampling has stopped; ordinary code, never
  * in a signal handler or an allocator hook.
  *
@@ -23,23 +24,18 @@ void sonde__source_free(char **lines, size_t n)
     free(lines);
 }
 
-int sonde__source_load(const char *path, char ***lines_out, size_t *n_out)
+/* Splits len bytes of text into owned lines (see sonde__source_load);
+ * truncated: the text was cut by the size cap, so a last line without its
+ * end is not a line. Returns 0 or -ENOMEM (nothing allocated). */
+int sonde__source_split(const char *text, size_t len, bool truncated, char ***lines_out,
+                        size_t *n_out)
 {
-    sonde_buf_t file = SONDE_BUF_INIT;
-    bool truncated = false;
     char **lines = NULL;
     size_t n = 0, cap = 0;
 
     *lines_out = NULL;
     *n_out = 0;
-    int rc = sonde_buf_read_file(&file, path, SONDE_SOURCE_MAX_BYTES, &truncated);
-    if (rc) {
-        sonde_buf_free(&file);
-        return rc;
-    }
-    const char *text = file.data ? file.data : "";
-    size_t len = file.len;
-
+    if (!text) text = "";
     const char *p = text, *end = text + len;
     if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
     while (p < end && n < SONDE_SOURCE_MAX_LINES) {
@@ -65,13 +61,24 @@ int sonde__source_load(const char *path, char ***lines_out, size_t *n_out)
         if (p < end) p += (*p == '\r' && p + 1 < end && p[1] == '\n') ? 2 : 1;
     }
     if (!lines && !(lines = malloc(sizeof *lines))) goto nomem;
-    sonde_buf_free(&file);
     *lines_out = lines;
     *n_out = n;
     return 0;
 
 nomem:
     sonde__source_free(lines, n);
-    sonde_buf_free(&file);
     return -ENOMEM;
+}
+
+int sonde__source_load(const char *path, char ***lines_out, size_t *n_out)
+{
+    sonde_buf_t file = SONDE_BUF_INIT;
+    bool truncated = false;
+
+    *lines_out = NULL;
+    *n_out = 0;
+    int rc = sonde_buf_read_file(&file, path, SONDE_SOURCE_MAX_BYTES, &truncated);
+    if (rc == 0) rc = sonde__source_split(file.data, file.len, truncated, lines_out, n_out);
+    sonde_buf_free(&file);
+    return rc;
 }

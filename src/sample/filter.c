@@ -72,7 +72,7 @@ int sonde_codefilter_choose(sonde_codefilter_t *f, const sonde_filechoice_t *cho
 
 bool sonde_codefilter_wants(const sonde_codefilter_t *f, const char *path)
 {
-    if (sonde_path_is_pseudo(path) &&
+    if (sonde_path_is_pseudo(path) && !sonde_path_is_ipython_cell(path) &&
         !(f->program_pseudo && path && strcmp(path, f->program_pseudo) == 0))
         return false;
     for (int i = 0; i < f->n_exclude; i++)

@@ -102,7 +102,8 @@ uint32_t sonde_stack_keep_end(sonde_aframe_t *frames, uint32_t read, uint32_t *d
 
 /* ---- which files are profiled (filter.c) ------------------------------------ */
 
-/* The rule: a real file (not "<string>", "<frozen ...>") is profiled unless
+/* The rule: a real file (not "<string>", "<frozen ...>"; but an IPython
+ * cell, "<ipython-input-N-...>", counts as one) is profiled unless
  * its path contains an exclude pattern; with only patterns, it must
  * contain one of them; otherwise with profile_all every real file is,
  * else those outside the library directories (and, with site_dirs, outside

@@ -107,3 +107,44 @@ def test_stop_in_a_forked_child(env):
     check(proc.returncode == 0 and proc.stdout == "child\nparent\n", proc.stdout + proc.stderr)
     with open(out) as f:
         check("files" in json.load(f), "no profile from the parent")
+
+
+def test_options_words_and_other_threads(env):
+    """start(options=[...]) takes `sonde run`'s options as words, checked by
+    its parser; other_threads=False leaves out the threads already running
+    (a Jupyter kernel's own), but the caller's and threads started later."""
+    out = os.path.join(env.tmp, "threads.json")
+    script = env.write("threads.py", """\
+        import os, select, threading, time, sonde
+        r, w = os.pipe()
+        def idle():
+            select.select([r], [], [])  # @idle
+        def later():
+            end = time.perf_counter() + 0.4
+            while time.perf_counter() < end: pass  # @later
+        threading.Thread(target=idle, daemon=True).start()
+        time.sleep(0.05)
+        try:
+            sonde.start(options=["--bogus"])
+        except ValueError as e:
+            print(e)
+        sonde.start(other_threads=False, options=["--json", "--output", %r, "--interval", "0.005"])
+        t = threading.Thread(target=later)
+        t.start()
+        end = time.perf_counter() + 0.4
+        while time.perf_counter() < end: pass  # @caller
+        t.join()
+        sonde.stop()
+        """ % out)
+    proc = env.run_python([script], env={"PYTHONPATH": env.lib}, timeout=60)
+    check(proc.returncode == 0, proc.stderr)
+    check("sonde: unknown option '--bogus'" in proc.stdout, "bad option not refused: %r" % proc.stdout)
+    with open(out) as f:
+        prof = json.load(f)
+    check(prof["interval_sec"] == 0.005, "--interval not taken: %r" % prof["interval_sec"])
+    lines = lines_by_no(prof, script)
+    marks = marked_lines(script)
+    check(marks["caller"] in lines and marks["later"] in lines,
+          "caller's or later thread's line missing: %s" % sorted(lines))
+    check(marks["idle"] not in lines, "a thread running before start() was profiled")
+    check(prof["unattributed_percent"] < 5, "unattributed %r" % prof["unattributed_percent"])

@@ -208,6 +208,25 @@ static void test_source(const char *dir)
     check(file && file->source == NULL, "model_source_pseudo_path_is_null", "loaded something");
     sonde_profile_free(&prof);
 
+    /* an IPython cell's text, from memory; a file read from disk keeps its own */
+    const char *want_cell[] = {"x = 1", "", "while x: pass"};
+    file = model_load(&prof, "<ipython-input-1-ab>");
+    int set_rc =
+        sonde_profile_set_source(&prof, "<ipython-input-1-ab>", "x = 1\n\nwhile x: pass\n", 21);
+    check(set_rc == 0 && model_source_is(file, want_cell, 3), "model_source_from_memory",
+          "rc %d n_source %zu", set_rc, file ? file->n_source : 0);
+    check(sonde_profile_set_source(&prof, "<absent>", "y", 1) == 0 &&
+              !sonde_profile_file(&prof, "<absent>"),
+          "model_source_from_memory_absent_file", "a file was added");
+    sonde_profile_free(&prof);
+    check_write_file(path, "disk\n", 5);
+    file = model_load(&prof, path);
+    const char *want_disk[] = {"disk"};
+    check(sonde_profile_set_source(&prof, path, "memory\n", 7) == 0 &&
+              model_source_is(file, want_disk, 1),
+          "model_source_disk_kept", "replaced");
+    sonde_profile_free(&prof);
+
     /* A FIFO must not block the report. */
     char *fifo = check_path(dir, "fifo.py");
     if (mkfifo(fifo, 0600) == 0) {

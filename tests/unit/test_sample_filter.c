@@ -44,6 +44,10 @@ static void test_rule(void)
     check(!sonde_codefilter_wants(&f, "<frozen os>") && !sonde_codefilter_wants(&f, "<string>") &&
               !sonde_codefilter_wants(&f, "") && !sonde_codefilter_wants(&f, NULL),
           "filter_pseudo_files_out", "accepted");
+    /* an IPython cell is the user's code: profiled, though not a file */
+    check(sonde_codefilter_wants(&f, "<ipython-input-3-5f1c2a7b9e0d>") &&
+              !sonde_codefilter_wants(&f, "<ipython-input"),
+          "filter_ipython_cell_in", "wrong verdict");
     /* -c CODE: "<string>" is the program's own file (and only that name) */
     f.program_pseudo = "<string>";
     check(sonde_codefilter_wants(&f, "<string>") && !sonde_codefilter_wants(&f, "<stdin>") &&
