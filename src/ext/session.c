@@ -201,6 +201,10 @@ static void session_on_terminate(void)
     int expected = 0;
     if (atomic_compare_exchange_strong(&session.reported, &expected, 1)) {
         const char *what = "";
+        /* it ends by the signal: an empty report says so */
+        session.exit_known = true;
+        session.exit_status = 128 + SIGTERM;
+        snprintf(session.exit_exception, sizeof session.exit_exception, "SIGTERM");
         int rc = session_report(&session, &what);
         if (rc < 0) session_report_error(&session, what, rc);
     }

@@ -632,12 +632,13 @@ static void text_leaks(text_ctx_t *ctx)
 static void text_empty(const sonde_profile_t *prof, sonde_buf_t *out)
 {
     bool failed = prof->exit_known && (prof->exit_status != 0 || prof->exit_exception[0]);
+    bool by_signal = strncmp(prof->exit_exception, "SIG", 3) == 0;
     if (failed)
         sonde_buf_printf(out,
-                         "sonde: no samples: the program failed (%s%sexit status %d) after %.3f s, "
+                         "sonde: no samples: the program %s (%s%sexit status %d) after %.3f s, "
                          "before sonde sampled any of its lines\n",
-                         prof->exit_exception, prof->exit_exception[0] ? ", " : "",
-                         prof->exit_status, prof->elapsed_sec);
+                         by_signal ? "was ended by a signal" : "failed", prof->exit_exception,
+                         prof->exit_exception[0] ? ", " : "", prof->exit_status, prof->elapsed_sec);
     else if (prof->unattributed_ns)
         sonde_buf_printf(out,
                          "sonde: no samples in profiled files: all %.3f s sampled fell outside "

@@ -157,6 +157,22 @@ def test_signal_during_startup(env):
                         json.load(f)
                 else:
                     load_stats(env, out)
+    # on the terminal, a report with no sample names the signal
+    p = _start(env, [env.sonde, "run", script])
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if os.path.realpath("/proc/%d/exe" % p.pid) == python:
+                break
+        except OSError:
+            pass
+        time.sleep(0.0005)
+    p.send_signal(signal.SIGTERM)
+    status, stdout, stderr = _finish(p, "terminal, SIGTERM during start-up")
+    check(status == -signal.SIGTERM and stderr.startswith(("sonde 0.", "sonde: ")),
+          "terminal: exit %d, stderr %r" % (status, stderr))
+    if stderr.startswith("sonde: no samples"):
+        check("was ended by a signal (SIGTERM, exit status 143)" in stderr, stderr)
 
 
 def test_signals_not_held_back_from_the_program(env):
