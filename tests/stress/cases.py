@@ -226,7 +226,7 @@ def fork_storm(env):
                           else s >> 8) for p, s in (os.waitpid(p, 0) for p in list(pids)))
             print(got)
             sys.exit(6)
-    """)
+    """, parallel=True)
     return _note(plain)
 
 
@@ -280,6 +280,56 @@ def fork_with_logging_warns_not(env):
         logging.info("after")
         print("forked")
     """, extra_env={"PYTHONWARNINGS": "error::DeprecationWarning"})
+    return _note(plain)
+
+
+@case()
+def fork_from_thread_and_grandchildren(env):
+    """Forks from a thread other than the main one; the children fork
+    again and wait; every level writes a file and ends its own way."""
+    _, plain = same(env, """
+        import os, sys, threading, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        def family(tag):
+            pid = os.fork()
+            if pid == 0:
+                grand = os.fork()
+                if grand == 0:
+                    with open("grand-%s" % tag, "w") as f:
+                        f.write("grandchild of %s\\n" % tag)
+                    os._exit(3)
+                status = os.waitpid(grand, 0)[1]
+                with open("child-%s" % tag, "w") as f:
+                    f.write("grandchild ended %d\\n" % (status >> 8))
+                sys.exit(4)
+            return os.waitpid(pid, 0)[1] >> 8
+        out = []
+        t = threading.Thread(target=lambda: out.append(family("thread")))
+        t.start()
+        t.join()
+        out.append(family("main"))
+        print(out)
+    """, parallel=True)
+    return _note(plain)
+
+
+@case()
+def process_pool_broken(env):
+    """A worker of a ProcessPoolExecutor dies by os._exit: the pool breaks,
+    with the same exception and message as under python."""
+    _, plain = same(env, """
+        import concurrent.futures, os
+        def die(x):
+            if x == 3:
+                os._exit(1)
+            return x
+        if __name__ == "__main__":
+            with concurrent.futures.ProcessPoolExecutor(2) as ex:
+                try:
+                    print(sorted(ex.map(die, range(6))))
+                except concurrent.futures.process.BrokenProcessPool as e:
+                    print("broken:", e)
+    """, parallel=True)
     return _note(plain)
 
 
@@ -379,9 +429,9 @@ def exit_paths(env):
 
 # --- threads and stacks ---------------------------------------------------
 
-@case(alone=True)
+@case()
 def thread_storm(env):
-    """5,000 short threads, 50 at a time."""
+    """10,000 short threads, 100 at a time."""
     _, plain = same(env, """
         import threading
         lock = threading.Lock()
@@ -389,8 +439,8 @@ def thread_storm(env):
         def work(i):
             with lock:
                 total[0] += i
-        for start in range(0, 5000, 50):
-            batch = [threading.Thread(target=work, args=(i,)) for i in range(start, start + 50)]
+        for start in range(0, 10000, 100):
+            batch = [threading.Thread(target=work, args=(i,)) for i in range(start, start + 100)]
             for t in batch:
                 t.start()
             for t in batch:
@@ -573,6 +623,31 @@ def sigalrm_alarm_and_timers(env):
             signal.setitimer(which, 0)
             print(which, len(ticks) >= 5, signal.getitimer(which))
     """)
+    return _note(plain)
+
+
+@case()
+def blocked_signal_sigwait(env):
+    """The main thread blocks SIGUSR2 and waits for it with sigtimedwait; a
+    signal sent to the process must not go to one of sonde's threads (where
+    its default action would end the process). Then SIGUSR1 through a
+    wakeup descriptor (signal.set_wakeup_fd)."""
+    _, plain = same(env, """
+        import os, signal, socket
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+        got = []
+        for _ in range(20):
+            os.kill(os.getpid(), signal.SIGUSR2)
+            info = signal.sigtimedwait({signal.SIGUSR2}, 5)
+            got.append(info.si_signo if info else None)
+        print(got == [signal.SIGUSR2] * 20)
+        a, b = socket.socketpair()
+        a.setblocking(False)
+        signal.signal(signal.SIGUSR1, lambda s, f: None)
+        signal.set_wakeup_fd(a.fileno())
+        os.kill(os.getpid(), signal.SIGUSR1)
+        print(list(b.recv(16)) == [signal.SIGUSR1])
+    """, parallel=True)
     return _note(plain)
 
 
