@@ -333,7 +333,7 @@ test:
 
 stress:
 	@tools/setup-deps.sh --test
-	@$(PYTHON) tests/stress/run.py
+	@$(PYTHON) tests/stress/run.py $(if $(filter 1,$(WERROR)),--werror)
 
 bench: all
 	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md

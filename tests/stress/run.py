@@ -11,7 +11,7 @@ program did: its standard output and error, the files it wrote, and how it
 ended (exit status, or the signal that killed it). It also checks that the
 profile was written and names the program.
 
-    python3 tests/stress/run.py [--python NAME_OR_PATH ...] [-k NAME] [-j N]
+    python3 tests/stress/run.py [--python NAME_OR_PATH ...] [-k NAME] [-j N] [--werror]
 
 Without --python it runs on three interpreters of tests/pythons.py's: the
 oldest, Debian's /usr/bin/python3 and the newest. It builds sonde for each interpreter as tests/run.py does (build/test/<name>/),
@@ -80,6 +80,8 @@ def main():
     ap.add_argument("-k", default="", help="run only cases whose name contains this")
     ap.add_argument("-j", type=int, default=4, help="cases run at once (default 4; they "
                     "mostly sleep, and the CPU-bound ones run alone)")
+    ap.add_argument("--werror", action="store_true", help="build with WERROR=1 (as make test "
+                    "WERROR=1 does, whose builds are then reused)")
     args = ap.parse_args()
 
     paths = [p for p in args.python if os.sep in p]
@@ -103,7 +105,7 @@ def main():
     failures = []
     jobs = []
     for name, python, version in interps:
-        ok, build_dir, detail, secs = build(name, python)
+        ok, build_dir, detail, secs = build(name, python, werror=args.werror)
         if not ok:
             print("FAIL build [%s] (%.1fs): %s" % (name, secs, detail[-2000:]), flush=True)
             failed += 1
