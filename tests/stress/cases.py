@@ -90,11 +90,12 @@ def _short(data, n=600):
 
 
 def run_one(env, mode, source, args=(), script="prog.py", shell=None, extra_env=None,
-            timeout=120, setup=None, run_options=()):
+            timeout=120, setup=None, run_options=(), stdin=b""):
     """Runs source (a program's text, or bytes) as script in a fresh
     directory under mode ("python" or one of MODES). shell, when given, is
     a bash command line in which "$@" is the program's command. Returns
-    (returncode, stdout bytes, stderr bytes, files dict, profile path)."""
+    (returncode, stdout bytes, stderr bytes, files dict, profile path).
+    stdin: the bytes the program reads on its standard input."""
     cwd = os.path.join(env.tmp, mode)
     os.makedirs(cwd)
     path = os.path.join(os.fsencode(cwd), os.fsencode(script))
@@ -108,7 +109,7 @@ def run_one(env, mode, source, args=(), script="prog.py", shell=None, extra_env=
     if shell:
         argv = ["bash", "-c", shell, "bash"] + argv
     proc = subprocess.run(argv, cwd=cwd, env=env.base_env(extra_env), capture_output=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+                          timeout=timeout, input=stdin)
     return _result(proc.returncode, proc.stdout, proc.stderr, cwd, {os.fsdecode(script)}, prof)
 
 
@@ -712,14 +713,14 @@ HELLO = """
 """
 
 
-def _profile_through(env, mode, dest, script="prog.py", shell=None):
-    """Runs HELLO under mode with -o dest, through shell if given;
+def _profile_through(env, mode, dest, script="prog.py", shell=None, source=HELLO):
+    """Runs source under mode with -o dest, through shell if given;
     returns run_one's result and python's."""
-    plain = run_one(env, "python", HELLO, script=script)
+    plain = run_one(env, "python", source, script=script)
     cwd = os.path.join(env.tmp, mode)
     os.makedirs(cwd)
     with open(os.path.join(os.fsencode(cwd), os.fsencode(script)), "wb") as f:
-        f.write(textwrap.dedent(HELLO).encode())
+        f.write(textwrap.dedent(source).encode())
     argv = _argv(env, mode, script, [], dest)
     if shell:
         argv = ["bash", "-c", shell, "bash"] + argv
@@ -806,6 +807,46 @@ def output_to_dev_null(env):
               "/dev/null replaced")
         env.cleanup()
     return "ok"
+
+
+@case()
+def chdir_then_relative_output(env):
+    """The program moves to another directory, then into one it removes:
+    a relative -o still means the directory sonde started in."""
+    for mode in MODES:
+        dest = "rel." + ("prof" if mode == "trace" else "json")
+        other, plain = _profile_through(env, mode, dest, source="""
+            import os
+            os.mkdir("sub")
+            os.chdir("sub")
+            with open("in-sub.txt", "w") as f:
+                f.write("here")
+            os.mkdir("gone")
+            os.chdir("gone")
+            os.rmdir("../gone")
+            print("cwd removed")
+        """)
+        compare(plain, other, mode)
+        check_profile(mode, os.path.join(env.tmp, mode, dest), "prog.py")
+        env.cleanup()
+    return "written where sonde started"
+
+
+@case()
+def stdin_passthrough(env):
+    """4 MB on standard input, read whole by the program and by a child
+    it hands the rest to: the same bytes reach them."""
+    data = bytes(random.Random(8).randrange(256) for _ in range(1 << 16)) * 64
+    _, plain = same(env, """
+        import hashlib, subprocess, sys
+        head = sys.stdin.buffer.read(1000)
+        child = subprocess.run([sys.executable, "-c",
+                                "import hashlib, sys; d = sys.stdin.buffer.read(); "
+                                "print(len(d), hashlib.sha256(d).hexdigest())"],
+                               capture_output=True, text=True)
+        print(len(head), hashlib.sha256(head).hexdigest(), child.stdout.strip())
+    """, parallel=True, stdin=data)
+    return _note(plain)
 
 
 HOSTILE = [b"with space", b"new\nline", b"bad\xff\xfeutf8", b"-dash"]
