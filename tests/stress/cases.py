@@ -13,13 +13,10 @@ import marshal
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
-import time
 
 from support import Skip, check
 
@@ -90,7 +87,7 @@ def _short(data, n=600):
 
 
 def run_one(env, mode, source, args=(), script="prog.py", shell=None, extra_env=None,
-            timeout=120, setup=None, run_options=(), stdin=b""):
+            timeout=120, run_options=(), stdin=b""):
     """Runs source (a program's text, or bytes) as script in a fresh
     directory under mode ("python" or one of MODES). shell, when given, is
     a bash command line in which "$@" is the program's command. Returns
@@ -102,8 +99,6 @@ def run_one(env, mode, source, args=(), script="prog.py", shell=None, extra_env=
     data = source if isinstance(source, bytes) else textwrap.dedent(source).encode()
     with open(path, "wb") as f:
         f.write(data)
-    if setup:
-        setup(cwd)
     prof = os.path.join(env.tmp, "profile-%s.%s" % (mode, "prof" if mode == "trace" else "json"))
     argv = _argv(env, mode, script, args, prof, run_options)
     if shell:
