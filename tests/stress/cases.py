@@ -470,9 +470,21 @@ SLEEPERS = """
 
 @case()
 def sleeping_threads_1500(env):
-    """1,500 threads asleep together: same output, the profile written."""
-    _, plain = same(env, SLEEPERS, ["1500", "0.5"], parallel=True)
-    return _note(plain)
+    """1,500 threads asleep together: same output, the profile written; the
+    main thread (asleep in time.sleep) is never the one left out, and what
+    was left out is counted (issue #14, item 4)."""
+    profiles, plain = same(env, SLEEPERS, ["1500", "0.5"], parallel=True)
+    main_line = textwrap.dedent(SLEEPERS).splitlines().index("time.sleep(float(sys.argv[2]))") + 1
+    left_out = []
+    for mode in ("run", "memory"):
+        doc = profiles[mode]
+        lines = [l for name, entry in doc["files"].items() if name.endswith("prog.py")
+                 for l in entry["lines"] if l["lineno"] == main_line]
+        check(lines and lines[0]["n_sys_percent"] > 0,
+              "%s: the main thread's time.sleep (line %d) is not in the profile; partial %s"
+              % (mode, main_line, doc["partial"]))
+        left_out.append(str(doc["partial"]["threads_left_out"]))
+    return _note(plain) + "; thread samples left out (counted): " + ", ".join(left_out)
 
 
 @case()
