@@ -10,6 +10,9 @@
 #                             example (terminal report; its last line names the
 #                             HTML report, build/demo.html)
 #   make test                 build and test against every installed CPython
+#   make stress               the stress suite (tests/stress/): hostile programs
+#                             compared byte for byte with plain python, on the
+#                             oldest interpreter, /usr/bin/python3 and the newest
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
 #   make format-check         list the files clang-format would change (fails if any)
@@ -141,7 +144,7 @@ VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 
-.PHONY: all demo test unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
+.PHONY: all demo test stress unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
         other-exts ext-module demo-deps package install uninstall
 all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(FAKE_NVML) $(BUILD)/python other-exts
@@ -373,6 +376,10 @@ uninstall:
 test:
 	@tools/setup-deps.sh --test
 	@$(PYTHON) tests/run.py
+
+stress:
+	@tools/setup-deps.sh --test
+	@$(PYTHON) tests/stress/run.py $(if $(filter 1,$(WERROR)),--werror)
 
 bench: all
 	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md

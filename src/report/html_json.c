@@ -6,7 +6,9 @@
  * Debian's libcjson-dev) and its shape checked: an object whose "files" is
  * an object of file entries, each with "lines" / "functions" arrays of
  * entries that carry a numeric "lineno", and an optional "call_stacks"
- * object. Profiles written by Scalene pass too. The original text is
+ * object; its text UTF-8 (as JSON must be) and every number finite (a
+ * number beyond a double's range is no profile's). Profiles written by
+ * Scalene pass too. The original text is
  * embedded, not a re-serialisation, so numbers and strings reach the viewer
  * exactly as written.
  *
@@ -17,6 +19,7 @@
 #include "report.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,11 +54,59 @@ static bool hj_entries_ok(const cJSON *file, const char *field)
     return true;
 }
 
+/* Returns the offset of the first byte of text that is not well-formed
+ * UTF-8 (overlong forms, surrogates and code points past U+10FFFF
+ * included), or len when all of it is. */
+static size_t hj_utf8_bad_at(const unsigned char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = text[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned lo = 0x80, hi = 0xbf; /* bounds of the second byte */
+        if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            if (c == 0xe0) lo = 0xa0;
+            if (c == 0xed) hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            if (c == 0xf0) lo = 0x90;
+            if (c == 0xf4) hi = 0x8f;
+        } else {
+            return i;
+        }
+        if (len - i <= need) return i;
+        if (text[i + 1] < lo || text[i + 1] > hi) return i;
+        for (size_t k = 2; k <= need; k++)
+            if ((text[i + k] & 0xc0) != 0x80) return i;
+        i += need + 1;
+    }
+    return len;
+}
+
+/* True when every number in node and below it is finite. The depth is
+ * bounded by cJSON's nesting limit (CJSON_NESTING_LIMIT). */
+static bool hj_numbers_finite(const cJSON *node)
+{
+    if (cJSON_IsNumber(node)) return isfinite(node->valuedouble);
+    for (const cJSON *child = node->child; child; child = child->next)
+        if (!hj_numbers_finite(child)) return false;
+    return true;
+}
+
 /* Checks the document's shape; returns 0 or -EPROTO with a reason. */
 static int hj_check_profile(const cJSON *root, char *why, size_t why_len)
 {
     if (!cJSON_IsObject(root))
         return hj_fail(why, why_len, -EPROTO, "the JSON document is not an object");
+    if (!hj_numbers_finite(root))
+        return hj_fail(why, why_len, -EPROTO, "it holds a number too large for a profile");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
     if (!cJSON_IsObject(files)) return hj_fail(why, why_len, -EPROTO, "it has no \"files\" object");
     const cJSON *file;
@@ -110,6 +161,13 @@ int sonde_report_html_from_json(const char *json_text, size_t len, const char *v
     }
     if (memchr(json_text, 0, len))
         return hj_fail(why, why_len, -EBADMSG, "it contains NUL bytes (a binary file?)");
+    size_t bad = hj_utf8_bad_at((const unsigned char *)json_text, len);
+    if (bad < len) {
+        size_t line, col;
+        hj_position(json_text, json_text + bad, &line, &col);
+        return hj_fail(why, why_len, -EBADMSG,
+                       "it is not UTF-8 text (line %zu, column %zu): not a JSON file", line, col);
+    }
     /* cJSON wants the terminating NUL inside the length it is given to
      * check that nothing follows the value. */
     copy = malloc(len + 1);

@@ -40,9 +40,12 @@ static bool boot_is_root_code(const sonde_trace_prof_t *p, PyCodeObject *code)
     if (PyUnicode_CompareWithASCIIString(code->co_name, "_run_module_as_main") == 0) return true;
     if (!p->root_script || PyUnicode_CompareWithASCIIString(code->co_name, "<module>") != 0)
         return false;
-    const char *file = PyUnicode_AsUTF8(code->co_filename);
+    /* The file system's bytes: a script named with bytes that are not
+     * UTF-8 has them as surrogates in co_filename, which UTF-8 refuses. */
+    PyObject *file = PyUnicode_EncodeFSDefault(code->co_filename);
     if (!file) return false;
-    char *real = realpath(file, NULL);
+    char *real = realpath(PyBytes_AS_STRING(file), NULL);
+    Py_DECREF(file);
     bool same = real && strcmp(real, p->root_script) == 0;
     free(real);
     return same;

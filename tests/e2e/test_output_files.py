@@ -19,6 +19,7 @@ test runs on every interpreter.
 """
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -564,9 +565,14 @@ def test_view_bad_input(env):
     good = _read(prof)
     inputs = {"empty.json": "", "binary.json": "\x00\x01\x02binary", "cut.json": good[:len(good) // 2],
               "array.json": "[1, 2]", "object.json": "{}", "deep.json": "[" * 100000 + "]" * 100000,
-              "text.json": "not json at all"}
+              "text.json": "not json at all",
+              # valid JSON syntax, but no profile: a count beyond a double's
+              # range, a name that is not UTF-8
+              "huge.json": good.replace('"n_samples": ', '"n_samples": 1' + "9" * 400, 1),
+              "exponent.json": re.sub(r'"elapsed_time_sec": [^,]*', '"elapsed_time_sec": 1e999', good),
+              "latin1.json": good.replace('"program": "', '"program": "\udcff', 1)}
     for name, text in inputs.items():
-        with open(os.path.join(tmp, name), "w") as f:
+        with open(os.path.join(tmp, name), "w", errors="surrogateescape") as f:
             f.write(text)
     os.mkdir(os.path.join(tmp, "dir.json"))
     os.mkfifo(os.path.join(tmp, "fifo.json"))

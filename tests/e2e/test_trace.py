@@ -233,6 +233,24 @@ def test_argv_and_module_mode(env):
     check(ours.returncode == 0 and "Ordered by: call count" in ours.stdout, ours.stderr)
 
 
+def test_script_name_not_utf8(env):
+    """A script whose name is not UTF-8 (its bytes reach co_filename as
+    surrogates): the main frame is found, its functions are recorded."""
+    name = os.path.join(os.fsencode(env.tmp), b"caf\xe9 \xff.py")
+    with open(name, "w") as f:
+        f.write("def f():\n    return 1\nf()\nf()\nprint('ran')\n")
+    script = os.fsdecode(name)
+    plain = env.run_python([script])
+    out = os.path.join(env.tmp, "n.prof")
+    ours = env.run_sonde(["trace", "-o", out, script])
+    check(ours.returncode == plain.returncode == 0 and ours.stdout == plain.stdout
+          and ours.stderr == plain.stderr, "exit %d, %r %r vs %r %r" % (
+              ours.returncode, ours.stdout, ours.stderr, plain.stdout, plain.stderr))
+    stats = load_stats(env, out)
+    key = "%s:1(f)" % os.path.basename(script)
+    check(stats.get(key, [0, 0])[:2] == [2, 2], "f of %r: %s" % (script, sorted(stats)))
+
+
 def test_cli_errors(env):
     for args, words in ((["trace"], "no program"), (["trace", "/nonexistent/x.py"], "cannot run"),
                         (["trace", "-x", "a.py"], "unknown option"),
