@@ -36,7 +36,9 @@ src/pyread/pyversions.h).
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). A module-level `ONCE = True` runs the
-module's tests with the first interpreter only (tests of the command itself).
+module's tests with the first interpreter only (tests of the command itself);
+`NOT_WITH_CC = "why"` skips a module in a --cc run (it builds with make's
+default compiler itself).
 A function may set `test_x.requires = "numpy"` to run only where numpy imports.
 """
 import argparse
@@ -323,6 +325,10 @@ def main():
                 req = getattr(func, "requires", None)
                 if req and not env.has_module(req):
                     results.record(label, None, "needs %s" % req, skipped=True)
+                    continue
+                why_cc = getattr(mod, "NOT_WITH_CC", None)
+                if args.cc and why_cc:
+                    results.record(label, None, "not with --cc: " + why_cc, skipped=True)
                     continue
                 why = getattr(func, "no_sanitizer", None) or getattr(mod, "NO_SANITIZER", None)
                 if args.sanitize and why:

@@ -11,6 +11,7 @@ import pythons
 from support import Skip, check, outside_env
 
 ONCE = True
+NOT_WITH_CC = "it checks the Makefile with make's default compiler (the gcc run does)"
 
 
 def _make(env, build, *args):

@@ -18,6 +18,7 @@ import subprocess
 from support import Skip, check, lines_by_no, line_total, marked_lines, outside_env
 
 ONCE = True
+NOT_WITH_CC = "it builds sonde with make's default compiler itself (checked by the gcc run)"
 NO_SANITIZER = "it builds and installs sonde without sanitizers"
 
 APP = '''
