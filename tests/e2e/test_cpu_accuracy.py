@@ -234,9 +234,13 @@ def test_operator_lines_native(env):
 
 
 def test_numpy_operator_lines_native(env):
+    # 2 s of thread time per line (about 200 samples): at 1.2 s one run in
+    # the 3.15 chroot read np.take's line 92.8 % native beside arr[idx]'s
+    # 99.0 % (pinned; 96-100 % in the runs around it), a burst of some nine
+    # samples judged Python weighing 7 points of 120
     one_thread = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     return _operator_case(env, "numpy", [("op_matmul", "call_matmul"), ("op_muladd", "call_muladd"),
-                                         ("op_index", "call_index")], 1.2, one_thread)
+                                         ("op_index", "call_index")], 2.0, one_thread)
 
 
 test_numpy_operator_lines_native.requires = "numpy"
