@@ -117,7 +117,7 @@ def main():
             "",
             "Summary: %s (targets: median <= x1.02, worst <= x1.05)." % summary,
             "",
-            "`--memory`: %s (targets: median <= x1.15, worst <= x1.5)." % mem_summary,
+            "`--memory`: %s (targets: median <= x1.05, worst <= x1.15; alloc_storm <= x1.3)." % mem_summary,
             "",
             "Start-up cost (`sonde run` of a script containing `pass`, median of %d): %.1f ms over"
             " plain Python (%.1f ms vs %.1f ms; target <= 50 ms)."
