@@ -118,7 +118,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # dispatcher and the attach reader. The extension links neither;
 # `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
 # checks the module's symbols).
-CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/collect/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))

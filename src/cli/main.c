@@ -7,6 +7,8 @@
  */
 #include "cli.h"
 
+#include "../collect/collect.h"
+
 #include "../launch/launch.h"
 #include "../prim/prim.h"
 
@@ -133,7 +135,7 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
 }
 
 int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
-                     const char *options, bool preload_shim)
+                     const char *options, bool preload_shim, const sonde_run_opts_t *collect)
 {
     char err[512] = "", first_err[512] = "", pkg_dir[4096], python[4096];
     if (sonde_launch_check(prog, outfile, err, sizeof err) < 0) {
@@ -158,6 +160,13 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
     }
     if (rc < 0) {
         sonde_cli_error("%s", first_err);
+        return 2;
+    }
+    if (collect && !collect->no_subprocesses) {
+        rc = sonde_collect_run(python, pkg_dir, prog, options, preload_shim, collect, err,
+                               sizeof err);
+        if (rc >= 0) return rc;
+        sonde_cli_error("%s", err);
         return 2;
     }
     sonde_launch_exec(python, pkg_dir, mode, prog, options, preload_shim, err, sizeof err);

@@ -2,8 +2,9 @@
  *
  * Owns: the CLI side of `sonde run`. Parses the options once
  * (src/launch/options.c; argv is left as it is), checks the script and the
- * output file, and execs the interpreter with the parsed options encoded
- * in the hand-over environment (src/launch/launch.c). The profiling itself
+ * output file, and starts the interpreter with the parsed options encoded
+ * in the hand-over environment (src/launch/launch.c): as a child of the
+ * collector (src/collect/), or, with --no-subprocesses, by exec. The profiling itself
  * happens inside the interpreter (src/ext/). No signal handlers.
  */
 #include "cli.h"
@@ -39,7 +40,7 @@ int sonde_cli_run(int argc, char **argv)
     }
     sonde_cli_choose_python(opts.python);
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc, opts.command};
-    status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory);
+    status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory, &opts);
 done:
     sonde_buf_free(&encoded);
     sonde_run_opts_free(&opts);

@@ -88,7 +88,7 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
     const char *ours[] = {SONDE_ENV_OPTIONS,     SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
                           SONDE_ENV_HAD_PYPATH,  SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
                           SONDE_ENV_BLOCKED,     SONDE_ENV_EXEC_GEN,   SONDE_ENV_EXEC_BASE,
-                          SONDE_ENV_EXEC_OUTFILE};
+                          SONDE_ENV_EXEC_OUTFILE, SONDE_ENV_COLLECT,   SONDE_ENV_CHILD};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -263,6 +263,8 @@ static struct {
     bool preload;         /* --memory: the shim was preloaded */
     int gen;              /* how many execs of the interpreter led here (0: the launcher's) */
     char *base;           /* the first run's report file (absolute); NULL: the terminal */
+    char *collect;        /* the collector's directory; NULL: processes not followed */
+    bool child;           /* this process hands its profile to the collector */
 } boot_handover;
 
 static const char *boot_env_get(void *ctx, const char *name)
@@ -304,9 +306,12 @@ static int boot_exec_name(const char *base, int gen, sonde_buf_t *out)
     return sonde_buf_error(out) ? -ENOMEM : 0;
 }
 
-int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env)
+int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
 {
     if (!boot_handover.pid || boot_handover.pid != getpid() || !PyDict_Check(env)) return 0;
+    if (spawn && !boot_handover.collect) return 0; /* --no-subprocesses */
+    /* a new process, or an exec in a child: its profile goes to the collector */
+    bool child = spawn || boot_handover.child;
     /* the new program's word, from its command line */
     Py_ssize_t n = PySequence_Check(argv) ? PySequence_Size(argv) : -1;
     if (n < 1 || n > INT_MAX - 1) {
@@ -344,7 +349,7 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env)
         goto done;
     }
     int next = boot_handover.gen + 1;
-    if (boot_handover.base && boot_exec_name(boot_handover.base, next, &file) < 0) {
+    if (!child && boot_handover.base && boot_exec_name(boot_handover.base, next, &file) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -357,9 +362,13 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env)
     char err[256] = "";
     if (sonde_launch_handover(&target, boot_handover.pkg_dir, boot_handover.mode, program.data,
                               boot_handover.options, boot_handover.preload, err, sizeof err) < 0 ||
-        boot_env_set(&ctx, SONDE_ENV_EXEC_GEN, gen.data) < 0 ||
-        boot_env_set(&ctx, SONDE_ENV_EXEC_BASE, boot_handover.base ? boot_handover.base : "") < 0 ||
-        boot_env_set(&ctx, SONDE_ENV_EXEC_OUTFILE, file.data ? file.data : "") < 0) {
+        (!child && (boot_env_set(&ctx, SONDE_ENV_EXEC_GEN, gen.data) < 0 ||
+                    boot_env_set(&ctx, SONDE_ENV_EXEC_BASE,
+                                 boot_handover.base ? boot_handover.base : "") < 0 ||
+                    boot_env_set(&ctx, SONDE_ENV_EXEC_OUTFILE, file.data ? file.data : "") < 0)) ||
+        (boot_handover.collect &&
+         boot_env_set(&ctx, SONDE_ENV_COLLECT, boot_handover.collect) < 0) ||
+        (child && boot_env_set(&ctx, SONDE_ENV_CHILD, "1") < 0)) {
         rc = 0; /* the new program runs unprofiled, as it would anyway */
         goto done;
     }
@@ -377,7 +386,8 @@ done:
 /* Keeps what the boot was handed, for sonde_boot_exec_env_gil; NULL on out
  * of memory (then the interpreter's execs are simply not followed). */
 static void boot_keep_handover(const char *boot_paths, const char *mode, const char *options,
-                               bool preload, const char *gen, const char *base)
+                               bool preload, const char *gen, const char *base,
+                               const char *collect, bool child)
 {
     size_t n = strlen(boot_paths);
     if (n < 6 || strcmp(boot_paths + n - 6, "/_boot") != 0 || strchr(boot_paths, ':')) return;
@@ -385,6 +395,9 @@ static void boot_keep_handover(const char *boot_paths, const char *mode, const c
     free(boot_handover.mode);
     free(boot_handover.options);
     free(boot_handover.base);
+    free(boot_handover.collect);
+    boot_handover.collect = collect && *collect ? strdup(collect) : NULL;
+    boot_handover.child = child && boot_handover.collect;
     boot_handover.pkg_dir = strndup(boot_paths, n - 6);
     boot_handover.mode = strdup(mode);
     boot_handover.options = strdup(options);
@@ -437,6 +450,7 @@ int sonde_boot_gil(void)
 {
     char *options = NULL, *boot_paths = NULL, *had = NULL, *orig = NULL, *program = NULL;
     char *mode = NULL, *exec_gen = NULL, *exec_base = NULL, *exec_outfile = NULL;
+    char *collect = NULL, *child = NULL;
     char **tokens = NULL;
     int rc = -1;
     const char *env = getenv(SONDE_ENV_OPTIONS);
@@ -463,7 +477,10 @@ int sonde_boot_gil(void)
     BOOT_DUP(exec_gen, SONDE_ENV_EXEC_GEN);
     BOOT_DUP(exec_base, SONDE_ENV_EXEC_BASE);
     BOOT_DUP(exec_outfile, SONDE_ENV_EXEC_OUTFILE);
+    BOOT_DUP(collect, SONDE_ENV_COLLECT);
+    BOOT_DUP(child, SONDE_ENV_CHILD);
 #undef BOOT_DUP
+    bool is_child = *collect && strcmp(child, "1") == 0;
     bool preload = getenv(SONDE_ENV_HAD_PRELOAD) != NULL;
     boot_module_main = strncmp(program, "-m ", 3) == 0;
     if (boot_restore_environ(had, orig) < 0) goto done;
@@ -488,7 +505,7 @@ int sonde_boot_gil(void)
             0)
             goto done;
         boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
-                           *exec_gen ? exec_base : sonde_trace_boot_outfile());
+                           *exec_gen ? exec_base : sonde_trace_boot_outfile(), NULL, false);
         boot_exec_note(exec_gen, exec_outfile);
         rc = chained ? 1 : 0;
         goto done;
@@ -498,11 +515,14 @@ int sonde_boot_gil(void)
     if (decode_rc == 0) {
         const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
         if (*exec_outfile) opts.outfile = exec_outfile;
+        if (is_child) opts.outfile = NULL;
+        sonde_session_set_collector(*collect ? collect : NULL, is_child);
         if (sonde_session_start_gil(&opts, true, shown) == 0) {
             rc = chained ? 1 : 0;
             boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
-                               *exec_gen ? exec_base : sonde_session_outfile());
-            boot_exec_note(exec_gen, exec_outfile);
+                               *exec_gen ? exec_base : sonde_session_outfile(), collect,
+                               is_child);
+            if (!is_child) boot_exec_note(exec_gen, exec_outfile);
         }
     } else if (decode_rc == -ENOMEM) {
         PyErr_NoMemory();
@@ -522,5 +542,23 @@ done:
     free(exec_gen);
     free(exec_base);
     free(exec_outfile);
+    free(collect);
+    free(child);
+    return rc;
+}
+
+int sonde_boot_fork_child_gil(void)
+{
+    if (!boot_handover.pid || !boot_handover.collect || !boot_handover.options) return 0;
+    boot_handover.pid = getpid();
+    boot_handover.child = true;
+    boot_handover.gen = 0;
+    if (strcmp(boot_handover.mode, "run") != 0) return 0;
+    sonde_run_opts_t opts;
+    char err[512] = "";
+    if (sonde_run_opts_decode(&opts, boot_handover.options, err, sizeof err) < 0) return 0;
+    opts.outfile = NULL;
+    int rc = sonde_session_restart_in_child_gil(&opts, boot_handover.collect);
+    sonde_run_opts_free(&opts);
     return rc;
 }

@@ -27,9 +27,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { EXEC_V, EXEC_VE, EXEC_EXIT, EXEC_N };
+enum { EXEC_V, EXEC_VE, EXEC_EXIT, EXEC_FORK_EXEC, EXEC_N };
 
-static const char *const exec_names[EXEC_N] = {"execv", "execve", "_exit"};
+static const char *const exec_names[EXEC_N] = {"execv", "execve", "_exit", "fork_exec"};
+static const char *const exec_modules[EXEC_N] = {"os", "os", "os", "_posixsubprocess"};
+/* Set while the real fork_exec runs: a child it forks (which runs the
+ * at-fork hooks when there is a preexec_fn) is about to exec, not to be
+ * profiled as a fork. */
+static volatile int exec_in_fork_exec;
 static PyObject *exec_real[EXEC_N];    /* owned: the functions found in os */
 static PyObject *exec_wrapper[EXEC_N]; /* owned, kept for the process's life */
 static int exec_users;                 /* wraps not yet unwrapped */
@@ -107,7 +112,7 @@ static PyObject *exec_same_python(int which, PyObject *args, PyObject *kwargs, b
         return NULL;
     }
     Py_DECREF(source);
-    int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 1), env);
+    int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 1), env, false);
     PyObject *res = NULL;
     if (rc < 0) {
         *handled = true;
@@ -155,6 +160,132 @@ static PyObject *exec_call(int which, PyObject *args, PyObject *kwargs)
     return res;
 }
 
+bool sonde_exec_in_fork_exec(void)
+{
+    return exec_in_fork_exec != 0;
+}
+
+/* fork_exec's environment argument (None: the current one; else a
+ * sequence of b"NAME=value") as a new dict of str; NULL without an
+ * exception when it is not one of those. */
+static PyObject *exec_env_dict(PyObject *env)
+{
+    PyObject *dict = PyDict_New();
+    if (!dict) return NULL;
+    if (env == Py_None) {
+        PyObject *os = PyImport_ImportModule("os");
+        PyObject *environ = os ? PyObject_GetAttrString(os, "environ") : NULL;
+        Py_XDECREF(os);
+        if (!environ || PyDict_Merge(dict, environ, 1) < 0) goto fail;
+        Py_DECREF(environ);
+        return dict;
+    }
+    PyObject *seq = PySequence_Fast(env, "");
+    if (!seq) goto fail;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(item)) {
+            Py_DECREF(seq);
+            goto fail;
+        }
+        const char *text = PyBytes_AS_STRING(item);
+        const char *eq = strchr(text, '=');
+        if (!eq || eq == text) continue; /* kept out, as execve would see it */
+        PyObject *k = PyUnicode_DecodeFSDefaultAndSize(text, eq - text);
+        PyObject *v = PyUnicode_DecodeFSDefault(eq + 1);
+        int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc < 0) {
+            Py_DECREF(seq);
+            goto fail;
+        }
+    }
+    Py_DECREF(seq);
+    return dict;
+fail:
+    PyErr_Clear();
+    Py_DECREF(dict);
+    return NULL;
+}
+
+/* The dict back as a list of b"NAME=value"; NULL with an exception. */
+static PyObject *exec_env_list(PyObject *dict)
+{
+    PyObject *list = PyList_New(0);
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (list && PyDict_Next(dict, &pos, &key, &value)) {
+        PyObject *text = PyUnicode_FromFormat("%U=%U", key, value);
+        PyObject *bytes = text ? PyUnicode_EncodeFSDefault(text) : NULL;
+        Py_XDECREF(text);
+        if (!bytes || PyList_Append(list, bytes) < 0) {
+            Py_XDECREF(bytes);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(bytes);
+    }
+    return list;
+}
+
+/* Whether fork_exec's executable list runs this interpreter: the first
+ * entry that execve could run is it. */
+static bool exec_list_is_us(PyObject *executables)
+{
+    PyObject *seq = PySequence_Fast(executables, "");
+    bool us = false;
+    if (!seq) {
+        PyErr_Clear();
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *path = PySequence_Fast_GET_ITEM(seq, i);
+        if (!exec_target_runs(path)) continue;
+        us = exec_same_interpreter(path);
+        break;
+    }
+    Py_DECREF(seq);
+    return us;
+}
+
+/* _posixsubprocess.fork_exec(args, executable_list, close_fds, pass_fds,
+ * cwd, env, ...) (the same first six on every version): subprocess and
+ * multiprocessing's spawn and forkserver start processes with it. One
+ * that runs this interpreter gets the hand-over in its environment (boot.c,
+ * spawn) and is profiled as a child of the collector. */
+static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *call_args = args, *owned = NULL, *env = NULL;
+    bool followed = false;
+    if (!kwargs && PyTuple_GET_SIZE(args) > 5 && exec_list_is_us(PyTuple_GET_ITEM(args, 1)) &&
+        (env = exec_env_dict(PyTuple_GET_ITEM(args, 5)))) {
+        int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 0), env, true);
+        PyObject *list = rc > 0 ? exec_env_list(env) : NULL;
+        if (rc < 0 || (rc > 0 && !list)) {
+            Py_DECREF(env);
+            return NULL;
+        }
+        if (list && (owned = PyTuple_GetSlice(args, 0, PyTuple_GET_SIZE(args)))) {
+            PyObject *old = PyTuple_GET_ITEM(owned, 5);
+            PyTuple_SET_ITEM(owned, 5, list);
+            Py_DECREF(old);
+            call_args = owned;
+            followed = true;
+        } else {
+            Py_XDECREF(list);
+        }
+        Py_DECREF(env);
+        if (PyErr_Occurred()) return NULL;
+    }
+    exec_in_fork_exec++;
+    PyObject *res = PyObject_Call(exec_real[EXEC_FORK_EXEC], call_args, kwargs);
+    exec_in_fork_exec--;
+    if (res && followed) sonde_session_note_spawn();
+    Py_XDECREF(owned);
+    return res;
+}
+
 static PyObject *exec_execv(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     return exec_call(EXEC_V, args, kwargs);
@@ -180,17 +311,25 @@ static PyMethodDef exec_defs[EXEC_N] = {
     {"_exit", (PyCFunction)(void (*)(void))exec_exit, METH_VARARGS | METH_KEYWORDS,
      "Exit to the system with specified status, without normal exit processing.\n\n"
      "(sonde: writes the profile first, then calls os._exit.)"},
+    {"fork_exec", (PyCFunction)(void (*)(void))exec_fork_exec, METH_VARARGS | METH_KEYWORDS,
+     "Spawn a fresh new child process.\n\n"
+     "(sonde: a child running this interpreter is profiled too.)"},
 };
 
 int sonde_exec_wrap_gil(void)
 {
     if (exec_users++ > 0) return 0;
-    PyObject *os = PyImport_ImportModule("os");
-    if (!os) goto error;
     for (int i = 0; i < EXEC_N; i++) {
+        PyObject *os = PyImport_ImportModule(exec_modules[i]);
+        if (!os) {
+            if (i < EXEC_FORK_EXEC) goto error;
+            PyErr_Clear(); /* no _posixsubprocess here */
+            continue;
+        }
         PyObject *current = PyObject_GetAttrString(os, exec_names[i]);
         if (!current) {
             PyErr_Clear(); /* no such function here: nothing to wrap */
+            Py_DECREF(os);
             continue;
         }
         if (!exec_wrapper[i]) { /* bound like the real one: profilers name it the same */
@@ -213,8 +352,8 @@ int sonde_exec_wrap_gil(void)
             Py_DECREF(os);
             goto error;
         }
+        Py_DECREF(os);
     }
-    Py_DECREF(os);
     return 0;
 error:
     exec_users--;
@@ -226,15 +365,16 @@ void sonde_exec_unwrap_gil(void)
     if (exec_users == 0 || --exec_users > 0) return;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *os = PyImport_ImportModule("os");
-    for (int i = 0; os && i < EXEC_N; i++) {
-        PyObject *current = exec_real[i] ? PyObject_GetAttrString(os, exec_names[i]) : NULL;
+    for (int i = 0; i < EXEC_N; i++) {
+        PyObject *os = exec_real[i] ? PyImport_ImportModule(exec_modules[i]) : NULL;
+        PyObject *current = os ? PyObject_GetAttrString(os, exec_names[i]) : NULL;
         if (current == exec_wrapper[i] &&
             PyObject_SetAttrString(os, exec_names[i], exec_real[i]) < 0)
             PyErr_Clear();
         Py_XDECREF(current);
+        Py_XDECREF(os);
+        PyErr_Clear();
     }
-    Py_XDECREF(os);
     PyErr_Clear();
     PyErr_Restore(type, value, tb);
 }

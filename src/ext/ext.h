@@ -150,6 +150,17 @@ void sonde_sampler_free(sonde_sampler_t *s);
  * program/args describe the program for the report. Returns 0, or -errno
  * with a Python exception set. */
 int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const char *program);
+/* Before sonde_session_start_gil (boot.c): the collector's directory (NULL:
+ * processes are not followed) and whether this process is a child, whose
+ * profile goes there as JSON rather than to the report. Copied. */
+void sonde_session_set_collector(const char *dir, bool child);
+/* In a forked child (boot.c): drops the parent's session without a report
+ * and starts one for this process as a child of the collector in dir.
+ * Returns 0 or -errno with an exception. */
+int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char *dir);
+/* The program started a Python process that is followed (exec.c): the
+ * report of this process goes to the collector too, to be merged. */
+void sonde_session_note_spawn(void);
 /* Stops the session and writes its report. Returns 0, or -errno with a
  * Python exception set (0 and nothing done if no session is active). */
 int sonde_session_stop_gil(void);
@@ -162,7 +173,16 @@ bool sonde_session_from_run(void);
  * Returns 1 done, 0 nothing handed over (no boot in this process, a command
  * line that runs no program, or the hand-over failed: the program then
  * runs unprofiled), -1 with a Python exception (out of memory). */
-int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env);
+int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn);
+/* spawn: the same for a new process (subprocess, multiprocessing's spawn
+ * and forkserver: exec.c wraps _posixsubprocess.fork_exec), which is
+ * profiled as a child handing its profile to the collector; only when the
+ * run follows processes (returns 0 otherwise). */
+/* In a child just forked (os.register_at_fork's after_in_child, session.c):
+ * when the run follows processes, the parent's session is dropped and a
+ * new one started for this process, handing its profile to the collector.
+ * Returns 0 (also when nothing is followed) or -1 with an exception. */
+int sonde_boot_fork_child_gil(void);
 /* The report file of the session in this process (absolute), NULL when it
  * goes to the terminal or no session runs here. */
 const char *sonde_session_outfile(void);
@@ -177,6 +197,9 @@ void sonde_session_before_exec_gil(void);
  * status may be NULL (not an int: unknown). Never raises. */
 void sonde_session_before_os_exit_gil(PyObject *status);
 void sonde_session_after_exec_gil(void);
+/* True in a process forked by _posixsubprocess.fork_exec on its way to an
+ * exec (and in its parent while the call runs): at-fork hooks leave it. */
+bool sonde_exec_in_fork_exec(void);
 
 /* ---- spans: named stretches of a session, such as tests (spans.c) ----------
  * A span's time is charged to its own lines as well as the session's: the

@@ -17,6 +17,7 @@
 #include "../report/report.h"
 #include "../trace/trace.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -54,11 +55,24 @@ typedef struct sonde_session {
     int exit_status;
     char exit_exception[64]; /* the exception's type name; "" none */
     bool exec_wrapped;       /* os.execv/execve wrapped for this session (exec.c) */
+    /* Following processes (src/collect/): the collector's directory (owned;
+     * NULL: not followed), this process's file stem there ("<pid>-<ns>":
+     * "<stem>.live" made at start, "<stem>.json" its profile), whether it
+     * is a child (its profile always goes there) and whether it started a
+     * followed process (then its own profile goes there too, to be merged;
+     * otherwise it writes its report itself, as without a collector). */
+    char *collect_dir;
+    char collect_stem[64];
+    bool child;
+    atomic_bool spawned;
     bool exec_paused;        /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
 static sonde_session_t session;
 static bool session_atexit_registered;
+/* sonde_session_set_collector's settings, for the next start */
+static char *session_next_collect;
+static bool session_next_child;
 
 const char *sonde_session_outfile(void)
 {
@@ -133,6 +147,69 @@ static bool session_defer_empty(const sonde_session_t *s, const sonde_profile_t 
     return true;
 }
 
+/* ---- following processes ------------------------------------------------------ */
+
+void sonde_session_set_collector(const char *dir, bool child)
+{
+    free(session_next_collect);
+    session_next_collect = dir && *dir ? strdup(dir) : NULL;
+    session_next_child = child && session_next_collect;
+}
+
+void sonde_session_note_spawn(void)
+{
+    if (session.active && session.collect_dir && session.pid == getpid())
+        atomic_store(&session.spawned, true);
+}
+
+/* "<dir>/<stem><suffix>" into out. Returns 0 or -ENOMEM. */
+static int session_collect_path(const sonde_session_t *s, const char *suffix, sonde_buf_t *out)
+{
+    sonde_buf_printf(out, "%s/%s%s", s->collect_dir, s->collect_stem, suffix);
+    return sonde_buf_error(out) ? -ENOMEM : 0;
+}
+
+/* At start: "<stem>.live" in the collector's directory says that this
+ * process is profiled; without a "<stem>.json" beside it at the end, the
+ * collector counts the process as lost. Best effort. */
+static void session_collect_begin(sonde_session_t *s)
+{
+    snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu", (int)getpid(),
+             (unsigned long long)sonde_prim_monotonic_ns());
+    sonde_buf_t path = SONDE_BUF_INIT;
+    if (session_collect_path(s, ".live", &path) == 0) {
+        int fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
+    sonde_buf_free(&path);
+}
+
+/* A process that writes its own report is no business of the collector's. */
+static void session_collect_unlink_live(sonde_session_t *s)
+{
+    if (!s->collect_dir || !s->collect_stem[0]) return;
+    sonde_buf_t path = SONDE_BUF_INIT;
+    if (session_collect_path(s, ".live", &path) == 0) unlink(path.data);
+    sonde_buf_free(&path);
+}
+
+/* Hands the profile to the collector: JSON, written atomically as
+ * "<stem>.json". Nothing is said on failure (the collector counts the
+ * process as lost). Returns 0 or -errno. */
+static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, const char **what)
+{
+    sonde_buf_t path = SONDE_BUF_INIT;
+    int rc = session_collect_path(s, ".json", &path);
+    if (rc == 0) {
+        sonde_report_ctx_t ctx;
+        sonde_report_ctx_init(&ctx, -1);
+        ctx.viewer_dir = s->viewer_dir;
+        rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path.data, -1, what);
+    }
+    sonde_buf_free(&path);
+    return rc;
+}
+
 /* Builds and writes the report. No Python API: runs with or without the
  * GIL. A report for stderr is not written when the session started with
  * fd 2 closed. Returns 0 or -errno; *what names the failing step. */
@@ -141,7 +218,8 @@ static int session_report(sonde_session_t *s, const char **what)
     sonde_profile_t prof;
     int rc;
 
-    if (!s->outfile && !s->stderr_open) return 0; /* no stderr: nowhere to go */
+    bool to_collector = s->collect_dir && (s->child || atomic_load(&s->spawned));
+    if (!to_collector && !s->outfile && !s->stderr_open) return 0; /* nowhere to go */
     sonde_profile_init(&prof);
     *what = "build the report";
     rc = sonde_profile_set_run(&prof, s->program ? s->program : "", s->argc,
@@ -154,6 +232,11 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_cells_apply(&s->cells, &prof)) < 0) goto done;
     prof.profile_all = s->opts.profile_all;
     if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
+    if (to_collector) {
+        rc = session_hand_over(s, &prof, what);
+        goto done;
+    }
+    session_collect_unlink_live(s);
     if (session_defer_empty(s, &prof)) goto done;
     /* The terminal decides colour and width only when the report goes to
      * stderr; a file gets the defaults. */
@@ -172,7 +255,7 @@ done:
 /* Prints a one-line error without stdio buffering surprises. */
 static void session_report_error(const sonde_session_t *s, const char *what, int rc)
 {
-    if (!s->stderr_open) return;
+    if (!s->stderr_open || (s->collect_dir && (s->child || atomic_load(&s->spawned)))) return;
     sonde_buf_t line = SONDE_BUF_INIT;
     sonde_buf_printf(&line, "sonde: cannot %s%s%s: %s\n", what, s->outfile ? " to " : "",
                      s->outfile ? s->outfile : "", strerror(-rc));
@@ -305,9 +388,21 @@ static int session_resume_pending(void *unused)
  * from a pending call, once os.fork() has returned. */
 static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 {
+    if (!sonde_exec_in_fork_exec()) sonde_session_note_spawn();
     if (session.active && session.pid == getpid() &&
         Py_AddPendingCall(session_resume_pending, NULL) != 0)
         session_resume_threads();
+    Py_RETURN_NONE;
+}
+
+/* In the child: when the run follows processes, it is profiled too
+ * (boot.c restarts the session for it); a C-level fork that runs these
+ * hooks before an exec (subprocess's preexec_fn) is left alone. */
+static PyObject *session_after_fork_child(PyObject *self, PyObject *unused)
+{
+    if (session.active && session.collect_dir && !sonde_exec_in_fork_exec() &&
+        sonde_boot_fork_child_gil() < 0)
+        PyErr_Clear(); /* the child runs unprofiled */
     Py_RETURN_NONE;
 }
 
@@ -315,6 +410,8 @@ static PyMethodDef session_before_fork_def = {"_sonde_before_fork", session_befo
                                               METH_NOARGS, NULL};
 static PyMethodDef session_after_fork_def = {"_sonde_after_fork_parent", session_after_fork_parent,
                                              METH_NOARGS, NULL};
+static PyMethodDef session_after_child_def = {"_sonde_after_fork_child", session_after_fork_child,
+                                              METH_NOARGS, NULL};
 static bool session_fork_registered;
 
 /* Registers the fork hooks once per process. Returns 0 or -1 with an
@@ -326,7 +423,10 @@ static int session_register_fork(void)
     PyObject *reg = os ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
     PyObject *before = PyCFunction_New(&session_before_fork_def, NULL);
     PyObject *after = PyCFunction_New(&session_after_fork_def, NULL);
-    PyObject *kwargs = Py_BuildValue("{s:O,s:O}", "before", before, "after_in_parent", after);
+    PyObject *child = PyCFunction_New(&session_after_child_def, NULL);
+    PyObject *kwargs = child ? Py_BuildValue("{s:O,s:O,s:O}", "before", before, "after_in_parent",
+                                             after, "after_in_child", child)
+                             : NULL;
     PyObject *args = PyTuple_New(0);
     PyObject *res =
         (reg && before && after && kwargs && args) ? PyObject_Call(reg, args, kwargs) : NULL;
@@ -334,6 +434,7 @@ static int session_register_fork(void)
     Py_XDECREF(args);
     Py_XDECREF(kwargs);
     Py_XDECREF(after);
+    Py_XDECREF(child);
     Py_XDECREF(before);
     Py_XDECREF(reg);
     Py_XDECREF(os);
@@ -427,6 +528,11 @@ static void session_clear(sonde_session_t *s)
     free(s->program);
     free(s->cwd);
     free(s->viewer_dir);
+    free(s->collect_dir);
+    s->collect_dir = NULL;
+    s->collect_stem[0] = 0;
+    s->child = false;
+    atomic_store(&s->spawned, false);
     s->cwd = s->viewer_dir = NULL;
     for (int i = 0; i < s->argc; i++)
         free(s->argv[i]);
@@ -483,6 +589,10 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->stderr_open = sonde_prim_fd_is_open(STDERR_FILENO);
     atomic_store(&s->reported, 0);
     s->exit_known = false;
+    if (session_next_collect && !(s->collect_dir = strdup(session_next_collect))) goto nomem;
+    s->child = session_next_child && s->collect_dir;
+    atomic_store(&s->spawned, false);
+    if (s->collect_dir) session_collect_begin(s);
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];
     if (!(s->program = strdup(program ? program : ""))) goto nomem;
@@ -554,6 +664,27 @@ nomem:
     session_clear(s);
     PyErr_NoMemory();
     return -ENOMEM;
+}
+
+int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char *dir)
+{
+    sonde_session_t *s = &session;
+    if (!s->active || !s->from_run) return 0;
+    char *program = strdup(s->program ? s->program : "");
+    if (!program) {
+        PyErr_NoMemory();
+        return -ENOMEM;
+    }
+    /* The parent's session: its threads were stopped for the fork; its
+     * figures are the parent's to report. */
+    s->pid = getpid();
+    session_remove_sigterm(s);
+    sonde_sampler_stop(&s->sampler);
+    session_clear(s);
+    sonde_session_set_collector(dir, true);
+    int rc = sonde_session_start_gil(opts, true, program);
+    free(program);
+    return rc;
 }
 
 /* Flushes sys.stdout and sys.stderr so the report follows the program's

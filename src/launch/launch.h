@@ -33,6 +33,12 @@
 #define SONDE_ENV_EXEC_GEN "SONDE_RUN_EXEC"
 #define SONDE_ENV_EXEC_BASE "SONDE_RUN_EXEC_BASE"
 #define SONDE_ENV_EXEC_OUTFILE "SONDE_RUN_EXEC_OUTFILE"
+/* `sonde run` following the program's Python processes (src/collect/):
+ * the collector's private directory, where each process hands its profile
+ * over; and "1" in a process started by a profiled one (its profile goes
+ * to the collector, never to the terminal or the report file) */
+#define SONDE_ENV_COLLECT "SONDE_RUN_COLLECT"
+#define SONDE_ENV_CHILD "SONDE_RUN_CHILD"
 #define SONDE_SHIM_NAME "libsonde_shim.so" /* the allocator shim, in the package */
 
 /* What to run: a script, a module or code (-c), and its arguments. */

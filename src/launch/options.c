@@ -68,6 +68,10 @@ const char sonde_run_usage[] =
     "  --gpu, --no-gpu            GPU utilisation and GPU memory per line, read\n"
     "                             through NVML (default: on when an NVIDIA GPU\n"
     "                             and its driver are present)\n"
+    "  --subprocesses, --no-subprocesses  profile the Python processes the\n"
+    "                             program starts (fork, multiprocessing,\n"
+    "                             subprocess of this interpreter) and merge them\n"
+    "                             into one report (default), or only the program\n"
     "  -v, --verbose              say on stderr at start what is profiled and why\n"
     "                             something is not (no GPU, ...)\n"
     "  -f, --format FORMAT        the report's format: text (the default), json\n"
@@ -315,6 +319,10 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
         opts->stacks = true;
     else if (strcmp(arg, "--memory") == 0)
         opts->memory = true;
+    else if (strcmp(arg, "--subprocesses") == 0)
+        opts->no_subprocesses = false;
+    else if (strcmp(arg, "--no-subprocesses") == 0)
+        opts->no_subprocesses = true;
     else if (strcmp(arg, "--gpu") == 0)
         opts->gpu = 1;
     else if (strcmp(arg, "--no-gpu") == 0)

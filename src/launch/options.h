@@ -40,6 +40,9 @@ typedef struct sonde_run_opts {
     bool stacks;                  /* --stacks, or a format drawn from stacks:
                                      keep the call stack of each sample */
     bool memory;                  /* --memory: also profile memory (allocator shim) */
+    bool no_subprocesses;         /* --no-subprocesses: the command's only (never
+                                     handed over): profile the program alone,
+                                     with no collector process */
     uint64_t malloc_threshold;    /* --memory-sample (--malloc-threshold): mean
                                      bytes allocated between memory samples */
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU

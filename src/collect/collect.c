@@ -1,0 +1,401 @@
+/* collect.c — the collector of `sonde run` (see collect.h).
+ *
+ * Owns: the process that stays the program's parent when `sonde run`
+ * follows the program's Python processes (the default): its private
+ * directory, where every profiled process leaves "<pid>-<ns>.live" at its
+ * start and "<pid>-<ns>.json" (its profile, written atomically) at its end
+ * (src/ext/session.c); signal forwarding; the wait for the program and for
+ * the processes it left running; the merge of the profiles handed over
+ * (src/model/merge.c, read back with src/report/json_load.c) into one
+ * report; and ending the way the program ended.
+ *
+ * Signals: SIGCHLD and the forwarded signals are blocked and taken with
+ * sigtimedwait in the loop; no handler runs. A signal sent to this process
+ * alone (kill, a supervisor, `timeout`) is sent on to the program; one the
+ * terminal sends to the whole foreground group (Ctrl-C) reached the
+ * program already and is not sent twice. This process is a child
+ * subreaper, so that the processes the program leaves behind become its
+ * children and it can tell whether any Python one still runs.
+ *
+ * Runs in the `sonde` process only, ordinary code.
+ */
+#include "collect.h"
+
+#include "../core/buf.h"
+#include "../core/file.h"
+#include "../model/model.h"
+#include "../prim/prim.h"
+#include "../report/report.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COLLECT_TICK_NS 20000000L               /* the loop's wake-up */
+#define COLLECT_MAX_PROFILE ((size_t)1 << 30) /* a profile file read back, at most */
+
+/* Signals sent on to the program when sent to this process alone. */
+static const int collect_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+
+static uint64_t collect_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Makes the private directory: $TMPDIR (else /tmp)/sonde-run-XXXXXX, mode
+ * 0700. Returns 0 or -errno. */
+static int collect_make_dir(sonde_buf_t *dir)
+{
+    const char *tmp = getenv("TMPDIR");
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const char *base = attempt == 0 && tmp && *tmp ? tmp : "/tmp";
+        sonde_buf_reset(dir);
+        sonde_buf_printf(dir, "%s/sonde-run-XXXXXX", base);
+        if (sonde_buf_error(dir)) return -ENOMEM;
+        if (mkdtemp(dir->data)) return 0;
+    }
+    return -errno;
+}
+
+/* Removes the directory and what is in it (files only: nothing else is
+ * made there). */
+static void collect_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        sonde_buf_t path = SONDE_BUF_INIT;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+                continue;
+            sonde_buf_reset(&path);
+            sonde_buf_printf(&path, "%s/%s", dir, e->d_name);
+            if (!sonde_buf_error(&path)) unlink(path.data);
+        }
+        sonde_buf_free(&path);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Whether process pid runs (not a zombie). */
+static bool collect_alive(int pid)
+{
+    char path[64], stat[512];
+    if (pid <= 0 || kill(pid, 0) != 0) return false;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    const char *close = strrchr(stat, ')');
+    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+/* Whether a child of this process (the processes the program left behind
+ * become ours) runs the interpreter `exe` (a real path): one forked an
+ * instant before the program ended may not have said it is profiled yet. */
+static bool collect_python_child(const char *exe)
+{
+    DIR *d = opendir("/proc");
+    if (!d) return false;
+    bool found = false;
+    pid_t me = getpid();
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0) continue;
+        char path[64], stat[512], link[PATH_MAX];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "re");
+        if (!f) continue;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        const char *close = strrchr(stat, ')');
+        int ppid = 0;
+        char state = 0;
+        if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != me ||
+            state == 'Z')
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+        ssize_t len = readlink(path, link, sizeof link - 1);
+        if (len <= 0) continue;
+        link[len] = 0;
+        found = strcmp(link, exe) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* The profiles of the directory: names of "<stem>.live" files. */
+typedef struct collect_entry {
+    char stem[64];
+    int pid;
+    bool handed; /* "<stem>.json" is there */
+} collect_entry_t;
+
+typedef struct collect_list {
+    collect_entry_t *items;
+    size_t n, cap;
+} collect_list_t;
+
+/* Lists the processes the directory knows: every "<stem>.live", whether
+ * its "<stem>.json" is there. Returns 0 or -ENOMEM. */
+static int collect_list(const char *dirpath, collect_list_t *list)
+{
+    list->n = 0;
+    DIR *d = opendir(dirpath);
+    if (!d) return 0;
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || len - 5 >= sizeof list->items[0].stem ||
+            strcmp(e->d_name + len - 5, ".live") != 0)
+            continue;
+        if (list->n == list->cap) {
+            size_t cap = list->cap ? list->cap * 2 : 16;
+            collect_entry_t *items = realloc(list->items, cap * sizeof *items);
+            if (!items) {
+                rc = -ENOMEM;
+                break;
+            }
+            list->items = items;
+            list->cap = cap;
+        }
+        collect_entry_t *it = &list->items[list->n++];
+        memcpy(it->stem, e->d_name, len - 5);
+        it->stem[len - 5] = 0;
+        it->pid = atoi(it->stem);
+        char json[PATH_MAX];
+        snprintf(json, sizeof json, "%s/%s.json", dirpath, it->stem);
+        it->handed = access(json, F_OK) == 0;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Whether to wait on: a profiled process that has not handed its profile
+ * over and still runs, or a Python child not yet known. */
+static bool collect_waiting(const char *dirpath, const char *exe, collect_list_t *list)
+{
+    if (collect_list(dirpath, list) < 0) return false;
+    for (size_t i = 0; i < list->n; i++)
+        if (!list->items[i].handed && collect_alive(list->items[i].pid)) return true;
+    return collect_python_child(exe);
+}
+
+/* Root first, then by pid and stem (the order of the processes table). */
+static int collect_root_pid;
+static int collect_cmp(const void *a, const void *b)
+{
+    const collect_entry_t *x = a, *y = b;
+    bool rx = x->pid == collect_root_pid, ry = y->pid == collect_root_pid;
+    if (rx != ry) return rx ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    return strcmp(x->stem, y->stem);
+}
+
+/* Reads every profile handed over into merged. Returns how many were
+ * read (0: nothing to report); *lost counts processes that handed nothing
+ * over (killed, or still running). */
+static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profile_t *merged,
+                         uint64_t *lost)
+{
+    int n = 0;
+    *lost = 0;
+    if (collect_list(dirpath, list) < 0) return 0;
+    qsort(list->items, list->n, sizeof *list->items, collect_cmp);
+    sonde_buf_t path = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
+    for (size_t i = 0; i < list->n; i++) {
+        collect_entry_t *it = &list->items[i];
+        if (!it->handed) {
+            (*lost)++;
+            continue;
+        }
+        sonde_buf_reset(&path);
+        sonde_buf_reset(&text);
+        sonde_buf_printf(&path, "%s/%s.json", dirpath, it->stem);
+        sonde_profile_t one;
+        sonde_profile_init(&one);
+        char err[256] = "";
+        if (sonde_buf_error(&path) ||
+            sonde_buf_read_file(&text, path.data, COLLECT_MAX_PROFILE, NULL) < 0 ||
+            sonde_profile_load_json(&one, text.data, text.len, err, sizeof err) < 0 ||
+            sonde_profile_merge(merged, &one) < 0) {
+            (*lost)++;
+        } else {
+            n++;
+        }
+        sonde_profile_free(&one);
+    }
+    sonde_buf_free(&path);
+    sonde_buf_free(&text);
+    return n;
+}
+
+/* Writes the merged report as opts asks. Prints a one-line error on
+ * failure. */
+static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, const char *pkg_dir)
+{
+    sonde_buf_t viewer = SONDE_BUF_INIT;
+    sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
+    sonde_report_ctx_t ctx;
+    sonde_report_ctx_init(&ctx, opts->outfile ? -1 : 2);
+    ctx.text.cpu_percent_threshold = opts->cpu_percent_threshold;
+    ctx.text.all_lines = opts->all_lines;
+    ctx.viewer_dir = sonde_buf_error(&viewer) ? NULL : viewer.data;
+    const char *what = "write the report";
+    int rc = sonde_profile_finish(prof);
+    if (rc == 0)
+        rc = sonde_report_emit(opts->format ? opts->format : sonde_format_default(), prof, &ctx,
+                               opts->outfile, 2, &what);
+    if (rc < 0)
+        fprintf(stderr, "sonde: cannot %s%s%s: %s\n", what, opts->outfile ? " to " : "",
+                opts->outfile ? opts->outfile : "", strerror(-rc));
+    sonde_buf_free(&viewer);
+}
+
+/* Ends this process the way the program's wait status says. */
+static int collect_end_like(int status, const sigset_t *old_mask)
+{
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (!WIFSIGNALED(status)) return 1;
+    int sig = WTERMSIG(status);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* the program dumped its own, if any */
+    signal(sig, SIG_DFL);
+    fflush(NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    return 128 + sig;
+}
+
+/* A signal taken by the loop: sent on to the program when it was sent to
+ * this process alone (by a process other than the program). */
+static void collect_forward(int sig, const siginfo_t *info, pid_t root, bool root_done)
+{
+    bool sent = info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL;
+    if (!sent || info->si_pid == root || root_done) return;
+    kill(root, sig);
+}
+
+int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_program_t *prog,
+                      const char *options, bool preload_shim, const sonde_run_opts_t *opts,
+                      char *err, size_t err_len)
+{
+    sonde_buf_t dir = SONDE_BUF_INIT;
+    int rc = collect_make_dir(&dir);
+    if (rc < 0) {
+        snprintf(err, err_len, "cannot make a directory for the profiles of the program's processes: %s",
+                 strerror(-rc));
+        sonde_buf_free(&dir);
+        return rc;
+    }
+    char exe[PATH_MAX];
+    if (!realpath(python, exe)) snprintf(exe, sizeof exe, "%s", python);
+
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(collect_forwarded); i++)
+        sigaddset(&set, collect_forwarded[i]);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    fflush(NULL);
+    pid_t root = fork();
+    if (root < 0) {
+        rc = -errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        collect_remove_dir(dir.data);
+        sonde_buf_free(&dir);
+        snprintf(err, err_len, "cannot start the program: %s", strerror(-rc));
+        return rc;
+    }
+    if (root == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        char why[512] = "";
+        if (setenv(SONDE_ENV_COLLECT, dir.data, 1) != 0)
+            snprintf(why, sizeof why, "cannot set the environment: %s", strerror(errno));
+        else
+            sonde_launch_exec(python, pkg_dir, "run", prog, options, preload_shim, why, sizeof why);
+        fprintf(stderr, "sonde: %s\n", why);
+        _exit(127);
+    }
+    signal(SIGPIPE, SIG_IGN); /* the report to a closed pipe fails with EPIPE */
+
+    bool root_done = false;
+    int root_status = 0;
+    uint64_t root_end = 0;
+    collect_list_t list = {0};
+    for (;;) {
+        struct timespec tick = {0, COLLECT_TICK_NS};
+        siginfo_t info;
+        int sig = sigtimedwait(&set, &info, &tick);
+        if (sig > 0 && sig != SIGCHLD) {
+            if (root_done && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP))
+                root_end = 0; /* asked to stop waiting: report now */
+            else
+                collect_forward(sig, &info, root, root_done);
+        }
+        int status;
+        pid_t w;
+        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (w == root) {
+                root_done = true;
+                root_status = status;
+                root_end = collect_now_ns();
+            }
+        }
+        if (w < 0 && errno == ECHILD && !root_done) { /* cannot be: the program is ours */
+            root_done = true;
+            root_end = collect_now_ns();
+        }
+        if (!root_done) continue;
+        uint64_t now = collect_now_ns();
+        if (root_end == 0 || now - root_end >= SONDE_COLLECT_GRACE_NS) break;
+        if (!collect_waiting(dir.data, exe, &list)) break;
+    }
+
+    sonde_profile_t merged;
+    sonde_profile_init(&merged);
+    uint64_t lost = 0;
+    collect_root_pid = (int)root;
+    if (collect_merge(dir.data, &list, &merged, &lost) > 0) {
+        merged.partial.processes_lost += lost;
+        if (!merged.exit_known) {
+            if (WIFEXITED(root_status) && WEXITSTATUS(root_status) != 0)
+                sonde_profile_set_exit(&merged, WEXITSTATUS(root_status), "");
+            else if (WIFSIGNALED(root_status)) {
+                char name[32];
+                const char *abbrev = sigabbrev_np(WTERMSIG(root_status));
+                snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
+                sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
+            }
+        }
+        collect_report(&merged, opts, pkg_dir);
+    }
+    sonde_profile_free(&merged);
+    free(list.items);
+    collect_remove_dir(dir.data);
+    sonde_buf_free(&dir);
+    return collect_end_like(root_status, &old);
+}
