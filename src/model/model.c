@@ -190,6 +190,9 @@ void sonde_profile_free(sonde_profile_t *prof)
     sonde_timeline_free(&prof->footprint);
     free(prof->gpu_device);
     sonde__stacks_free(prof);
+    for (size_t i = 0; i < prof->n_processes; i++)
+        free(prof->processes[i].cmdline);
+    free(prof->processes);
     sonde_profile_init(prof);
 }
 
@@ -344,6 +347,83 @@ sonde_func_stats_t *sonde_profile_func(sonde_profile_t *prof, const char *path,
     return found ? &file->funcs[at] : NULL;
 }
 
+sonde_line_stats_t *sonde_profile_line_only(sonde_profile_t *prof, const char *path, int lineno)
+{
+    if (!path) return NULL;
+    bool found = false;
+    size_t file_at = model_find_file(prof, path, &found);
+    if (!found) {
+        if (model_reserve((void **)&prof->files, &prof->cap_files, prof->n_files,
+                          sizeof *prof->files))
+            return NULL;
+        sonde_file_stats_t fresh;
+        if (model_file_new(&fresh, path, MODEL_MODULE_NAME, 0, lineno)) return NULL;
+        /* a new file starts with one line and no function */
+        free(fresh.funcs[0].name);
+        fresh.n_funcs = 0;
+        model_insert_at(prof->files, prof->n_files, file_at, &fresh, sizeof fresh);
+        prof->n_files++;
+        return &prof->files[file_at].lines[0];
+    }
+    sonde_file_stats_t *file = &prof->files[file_at];
+    size_t at = model_find_line(file, lineno, &found);
+    if (!found) {
+        if (model_reserve((void **)&file->lines, &file->cap_lines, file->n_lines,
+                          sizeof *file->lines))
+            return NULL;
+        sonde_line_stats_t line = {.lineno = lineno};
+        model_insert_at(file->lines, file->n_lines, at, &line, sizeof line);
+        file->n_lines++;
+    }
+    return &file->lines[at];
+}
+
+sonde_func_stats_t *sonde_profile_func_entry(sonde_profile_t *prof, const char *path,
+                                             const char *func_name, int func_firstlineno)
+{
+    if (!path) return NULL;
+    if (!func_name) func_name = MODEL_MODULE_NAME;
+    bool found = false;
+    size_t file_at = model_find_file(prof, path, &found);
+    if (!found) {
+        if (model_reserve((void **)&prof->files, &prof->cap_files, prof->n_files,
+                          sizeof *prof->files))
+            return NULL;
+        sonde_file_stats_t fresh;
+        if (model_file_new(&fresh, path, func_name, func_firstlineno, 0)) return NULL;
+        fresh.n_lines = 0; /* a new file starts with one function and no line */
+        model_insert_at(prof->files, prof->n_files, file_at, &fresh, sizeof fresh);
+        prof->n_files++;
+        return &prof->files[file_at].funcs[0];
+    }
+    sonde_file_stats_t *file = &prof->files[file_at];
+    size_t at = model_find_func(file, func_firstlineno, func_name, &found);
+    if (!found) {
+        if (model_reserve((void **)&file->funcs, &file->cap_funcs, file->n_funcs,
+                          sizeof *file->funcs))
+            return NULL;
+        char *name = model_strdup(func_name);
+        if (!name) return NULL;
+        sonde_func_stats_t func = {.name = name, .firstlineno = func_firstlineno};
+        model_insert_at(file->funcs, file->n_funcs, at, &func, sizeof func);
+        file->n_funcs++;
+    }
+    return &file->funcs[at];
+}
+
+int sonde_profile_add_process(sonde_profile_t *prof, const sonde_process_t *process)
+{
+    if (model_reserve((void **)&prof->processes, &prof->cap_processes, prof->n_processes,
+                      sizeof *prof->processes))
+        return -ENOMEM;
+    char *cmdline = model_strdup(process->cmdline ? process->cmdline : "");
+    if (!cmdline) return -ENOMEM;
+    sonde_process_t *into = &prof->processes[prof->n_processes++];
+    *into = *process;
+    into->cmdline = cmdline;
+    return 0;
+}
+
 static void model_gpu_add(sonde_line_gpu_t *into, const sonde_line_gpu_t *gpu)
 {
     into->util_sum += gpu->util_sum;
@@ -385,7 +465,7 @@ void sonde_timeline_free(sonde_timeline_t *tl)
 
 /* ---- finishing ---------------------------------------------------------- */
 
-int sonde_profile_finish(sonde_profile_t *prof)
+void sonde_profile_sum(sonde_profile_t *prof)
 {
     prof->total_ns = 0;
     for (size_t i = 0; i < prof->n_files; i++) {
@@ -396,6 +476,14 @@ int sonde_profile_finish(sonde_profile_t *prof)
             file->total_ns += line->python_ns + line->native_ns + line->system_ns;
         }
         prof->total_ns += file->total_ns;
+    }
+}
+
+int sonde_profile_finish(sonde_profile_t *prof)
+{
+    sonde_profile_sum(prof);
+    for (size_t i = 0; i < prof->n_files; i++) {
+        sonde_file_stats_t *file = &prof->files[i];
 
         /* Reload, so that finishing twice is harmless. */
         sonde__source_free(file->source, file->n_source);

@@ -112,6 +112,17 @@ typedef struct sonde_file_stats {
     sonde_ns_t total_ns; /* sum over the file's lines */
 } sonde_file_stats_t;
 
+/* One process a profile covers: a run fills one entry for its own process
+ * (src/ext/session.c); a merge appends the other profile's entries. */
+typedef struct sonde_process {
+    int pid, ppid;
+    char *cmdline;   /* owned; arguments joined by spaces; "" when unknown */
+    double cpu_sec;  /* the process's CPU time (user + system) */
+    double wall_sec; /* its wall-clock time while profiled */
+    double peak_mb;  /* its peak resident set (VmHWM, ru_maxrss) */
+    bool complete;   /* the profile covers the whole process */
+} sonde_process_t;
+
 typedef struct sonde_profile {
     char *program; /* owned; what was profiled (script or module) */
     char **argv;   /* owned; its arguments, argc entries: the
@@ -162,6 +173,10 @@ typedef struct sonde_profile {
     struct sonde_stack_index *stack_index; /* owned; lookup, private */
     char **thread_names;                   /* owned; thread i's name (stacks' thread) */
     size_t n_threads;
+
+    /* The processes profiled, in the order they were added. */
+    sonde_process_t *processes; /* owned */
+    size_t n_processes, cap_processes;
 } sonde_profile_t;
 
 /* One interned frame of a call stack. */
@@ -250,6 +265,35 @@ int sonde_profile_finish(sonde_profile_t *prof);
  * disk). Returns 0 (also when there is no such file, or it has a source)
  * or -ENOMEM. */
 int sonde_profile_set_source(sonde_profile_t *prof, const char *path, const char *text, size_t len);
+
+/* Appends a process (its cmdline copied; NULL becomes ""). Returns 0 or
+ * -ENOMEM (unchanged on error). */
+int sonde_profile_add_process(sonde_profile_t *prof, const sonde_process_t *process);
+
+/* Finds or creates the entry of a line without touching any function
+ * (readers of a saved profile, merges: functions come separately). Returns
+ * the line, or NULL (path NULL, out of memory). Valid until the next add. */
+sonde_line_stats_t *sonde_profile_line_only(sonde_profile_t *prof, const char *path, int lineno);
+
+/* Finds or creates the entry of a function without touching any line
+ * (func_name NULL: "<module>"). Returns it, or NULL (path NULL, out of
+ * memory). Valid until the next add. */
+sonde_func_stats_t *sonde_profile_func_entry(sonde_profile_t *prof, const char *path,
+                                             const char *func_name, int func_firstlineno);
+
+/* Recomputes the files' and the profile's total_ns from the lines, as
+ * sonde_profile_finish does, without touching sources. */
+void sonde_profile_sum(sonde_profile_t *prof);
+
+/* Adds src into dst (merge.c): the same file, line and function add up
+ * (times, samples, memory sums; peaks keep the highest; timelines merge in
+ * time order), stacks and threads (by name) and the partial counts add,
+ * the elapsed time is the longer, sampler ticks add, src's processes are
+ * appended, and a file dst has no source for takes src's. Run information
+ * (program, arguments, version, exit) that dst lacks comes from src.
+ * Totals are recomputed (sonde_profile_sum). Returns 0, -EINVAL (dst or
+ * src NULL, or the same) or -ENOMEM (dst may then hold part of src). */
+int sonde_profile_merge(sonde_profile_t *dst, const sonde_profile_t *src);
 
 /* Looks up a file by path; NULL if absent (or path NULL). The pointer is
  * valid until the next sonde_profile_add or sonde_profile_free. */
