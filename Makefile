@@ -103,7 +103,7 @@ LDLIBS   := -lpthread -lm -ldl
 # Parts of the report writers only the command links: `sonde view` checks
 # JSON files with cJSON (Debian's libcjson-dev), which the extension and the
 # core never load.
-CMD_ONLY_SRCS := src/report/html_json.c
+CMD_ONLY_SRCS := src/report/html_json.c src/report/json_load.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
 CMD_LDLIBS    := -lcjson
 # The tracer's writers (pstats file and cProfile's text) use no Python API:

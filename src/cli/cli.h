@@ -23,6 +23,10 @@ int sonde_cli_trace(int argc, char **argv);
  * needs libcjson, which only the command links). */
 int sonde_cli_view(int argc, char **argv);
 
+/* `sonde merge`: argv are the words after "merge" (merge.c; libcjson, as
+ * view). */
+int sonde_cli_merge(int argc, char **argv);
+
 /* `sonde attach`, `sonde record`, `sonde dump` (attach.c): argv are the
  * words after the command name. */
 int sonde_cli_attach(int argc, char **argv);

@@ -33,6 +33,8 @@ static const char main_usage[] =
     "           e.g. sonde trace app.py args   |   sonde trace -o out.prof -m mod\n"
     "  view     turn a JSON profile into one self-contained HTML report\n"
     "           e.g. sonde view profile.json   |   sonde view p.json -o p.html\n"
+    "  merge    add JSON profiles (runs, hosts, processes) up into one report\n"
+    "           e.g. sonde merge a.json b.json -o merged.json\n"
     "  attach   sample a running Python process from outside: flame graphs, reports\n"
     "           e.g. sonde attach 4242 -d 30 -o profile.svg\n"
     "  record   run a command and sample it from outside\n"
@@ -244,6 +246,7 @@ int sonde_cli_main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return main_unblock(sonde_cli_run(argc - 2, argv + 2));
     if (strcmp(cmd, "trace") == 0) return main_unblock(sonde_cli_trace(argc - 2, argv + 2));
     if (strcmp(cmd, "view") == 0) return sonde_cli_view(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0) return sonde_cli_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);

@@ -210,6 +210,25 @@ static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, co
     return rc;
 }
 
+/* The process's entry of the report (sonde_process_t): this process, its
+ * command line (arguments joined by spaces), CPU time and peak RSS now,
+ * the profile's wall time; complete when `sonde run` profiled it from its
+ * start. Returns 0 or -ENOMEM. */
+static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
+{
+    char cmdline[4096];
+    ssize_t n = sonde_prim_proc_cmdline(getpid(), cmdline, sizeof cmdline);
+    if (n <= 0) n = 1;
+    cmdline[n - 1] = 0;
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (!cmdline[i]) cmdline[i] = ' ';
+    sonde_process_t process = {.pid = (int)getpid(), .ppid = (int)getppid(), .cmdline = cmdline,
+                               .wall_sec = prof->elapsed_sec, .complete = s->from_run};
+    if (sonde_prim_self_usage(&process.cpu_sec, &process.peak_mb) < 0)
+        process.cpu_sec = process.peak_mb = 0;
+    return sonde_profile_add_process(prof, &process);
+}
+
 /* Builds and writes the report. No Python API: runs with or without the
  * GIL. A report for stderr is not written when the session started with
  * fd 2 closed. Returns 0 or -errno; *what names the failing step. */
@@ -228,6 +247,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
     if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
+    if ((rc = session_process(s, &prof)) < 0) goto done;
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
     if ((rc = sonde_cells_apply(&s->cells, &prof)) < 0) goto done;
     prof.profile_all = s->opts.profile_all;

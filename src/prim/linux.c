@@ -370,6 +370,16 @@ void sonde_prim_thread_close(sonde_prim_thread_t *t)
     sonde_prim_kept_close(&t->syscall);
 }
 
+int sonde_prim_self_usage(double *cpu_sec, double *peak_mb)
+{
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0) return -errno;
+    *cpu_sec = (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 +
+               (double)usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+    *peak_mb = (double)usage.ru_maxrss / 1024.0; /* KiB on Linux */
+    return 0;
+}
+
 int sonde_prim_self_exe(char *buf, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", buf, len - 1);

@@ -216,6 +216,9 @@ int sonde_prim_proc_cwd(pid_t pid, char *buf, size_t len);
  * into buf (cut at len, the last one terminated). Returns the number of
  * bytes used or -errno. */
 ssize_t sonde_prim_proc_cmdline(pid_t pid, char *buf, size_t len);
+/* This process's CPU time (user + system, all threads, seconds) and peak
+ * resident set (ru_maxrss, the kernel's VmHWM, in MB). Returns 0 or -errno. */
+int sonde_prim_self_usage(double *cpu_sec, double *peak_mb);
 /* Every process of the system with its parent, at most max. Returns the
  * count or -errno. */
 int sonde_prim_proc_list(pid_t *pids, pid_t *ppids, int max);

@@ -16,7 +16,7 @@
  * extension module nor the shared core loads libcjson. Never in a signal
  * handler.
  */
-#include "report.h"
+#include "report_internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -54,10 +54,7 @@ static bool hj_entries_ok(const cJSON *file, const char *field)
     return true;
 }
 
-/* Returns the offset of the first byte of text that is not well-formed
- * UTF-8 (overlong forms, surrogates and code points past U+10FFFF
- * included), or len when all of it is. */
-static size_t hj_utf8_bad_at(const unsigned char *text, size_t len)
+size_t sonde__utf8_bad_at(const unsigned char *text, size_t len)
 {
     size_t i = 0;
     while (i < len) {
@@ -161,7 +158,7 @@ int sonde_report_html_from_json(const char *json_text, size_t len, const char *v
     }
     if (memchr(json_text, 0, len))
         return hj_fail(why, why_len, -EBADMSG, "it contains NUL bytes (a binary file?)");
-    size_t bad = hj_utf8_bad_at((const unsigned char *)json_text, len);
+    size_t bad = sonde__utf8_bad_at((const unsigned char *)json_text, len);
     if (bad < len) {
         size_t line, col;
         hj_position(json_text, json_text + bad, &line, &col);

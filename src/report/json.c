@@ -77,6 +77,42 @@ static void json_partial(sonde_buf_t *out, const sonde_partial_t *partial)
     sonde_buf_puts(out, "},\n");
 }
 
+/* "exit": how the program ended when the profile knows ({"status": N,
+ * "exception": type name or null}), else null; followed by ",\n". */
+static void json_exit(sonde_buf_t *out, const sonde_profile_t *prof)
+{
+    json_key(out, "  ", "exit");
+    if (!prof->exit_known) {
+        sonde_buf_puts(out, "null,\n");
+        return;
+    }
+    sonde_buf_printf(out, "{\"status\": %d, \"exception\": ", prof->exit_status);
+    json_string_or_null(out, prof->exit_exception[0] ? prof->exit_exception : NULL);
+    sonde_buf_puts(out, "},\n");
+}
+
+/* "processes": one entry per process profiled (sonde_process_t), in the
+ * profile's order; followed by ",\n". */
+static void json_processes(sonde_buf_t *out, const sonde_profile_t *prof)
+{
+    json_key(out, "  ", "processes");
+    sonde_buf_putc(out, '[');
+    for (size_t i = 0; i < prof->n_processes; i++) {
+        const sonde_process_t *p = &prof->processes[i];
+        sonde_buf_puts(out, i ? ",\n    " : "\n    ");
+        sonde_buf_printf(out, "{\"pid\": %d, \"ppid\": %d, \"cmdline\": ", p->pid, p->ppid);
+        sonde_buf_json_string(out, p->cmdline ? p->cmdline : "");
+        sonde_buf_puts(out, ", \"cpu_sec\": ");
+        sonde_buf_json_number(out, p->cpu_sec, JSON_SECONDS_DIGITS);
+        sonde_buf_puts(out, ", \"wall_sec\": ");
+        sonde_buf_json_number(out, p->wall_sec, JSON_SECONDS_DIGITS);
+        sonde_buf_puts(out, ", \"peak_mb\": ");
+        sonde_buf_json_number(out, p->peak_mb, JSON_PERCENT_DIGITS);
+        sonde_buf_puts(out, p->complete ? ", \"complete\": true}" : ", \"complete\": false}");
+    }
+    sonde_buf_puts(out, prof->n_processes ? "\n  ],\n" : "],\n");
+}
+
 static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
 {
     const char *in = "  ";
@@ -126,6 +162,8 @@ static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
         JSON_PERCENT_DIGITS);
     sonde_buf_puts(out, ",\n");
     json_partial(out, &prof->partial);
+    json_exit(out, prof);
+    json_processes(out, prof);
 }
 
 /* ---- memory (sonde run --memory; only when prof->has_memory) ------------- */

@@ -88,6 +88,18 @@ int sonde_report_flamegraph(const sonde_profile_t *prof, sonde_buf_t *out);
  * thread (one for the program when stacks are merged). */
 int sonde_report_speedscope(const sonde_profile_t *prof, sonde_buf_t *out);
 
+/* Reads a JSON profile as json.c writes it (docs/json-format.md) into
+ * prof, which must be empty (sonde_profile_init): run information, exit,
+ * partial counts, processes, memory and GPU figures with timelines, files
+ * with lines, functions, leaks and source, call stacks with threads.
+ * Percentages become times through profiled_time_sec. json_load.c, linked
+ * into the command only (cJSON). A leading UTF-8 BOM is skipped. Returns 0;
+ * -EINVAL with a one-line reason in err (not UTF-8, not JSON, a field of
+ * the wrong type, a number out of its bounds) and prof left empty; or
+ * -ENOMEM (prof left empty). err may be NULL. */
+int sonde_profile_load_json(sonde_profile_t *prof, const char *text, size_t len, char *err,
+                            size_t err_len);
+
 /* ---- the format registry (format.c) -------------------------------------
  * One table of every format; every command picks from it (by --format, or
  * by the output file's name) and writes through sonde_report_emit. A new

@@ -13,6 +13,11 @@
 
 /* ---- figures ------------------------------------------------------------ */
 
+/* The offset of the first byte of text that is not well-formed UTF-8
+ * (overlong forms, surrogates and code points past U+10FFFF included), or
+ * len when all of it is (html_json.c; the command only). */
+size_t sonde__utf8_bad_at(const unsigned char *text, size_t len);
+
 /* The figures of one reported row: a line, a function, a file or the run. */
 typedef struct sonde__row {
     sonde_ns_t python_ns;

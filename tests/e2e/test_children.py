@@ -1,0 +1,225 @@
+"""Programs with child processes: `sonde run` profiles every Python process
+the program starts (os.fork, multiprocessing's fork, spawn and forkserver,
+subprocess of this interpreter) and merges them into one report, with a
+table of the processes; the program sees what plain python gives it, and
+ends the same way; nothing is left in the temporary directory."""
+import json
+import os
+import signal
+
+from support import check, lines_by_no, marked_lines
+
+# A parent that works on its own line, then a Pool of two workers that each
+# work on one line; every process measures its own CPU time around the
+# work (the truth), and the parent prints the sums.
+POOL = """\
+    import multiprocessing as mp, os, sys, time
+
+    def spin(sec):
+        t0 = time.thread_time()
+        end = t0 + sec
+        n = 0
+        while time.thread_time() < end:
+            n += 1  # @worker
+        return time.thread_time() - t0
+
+    def parent_work(sec):
+        t0 = time.thread_time()
+        end = t0 + sec
+        n = 0
+        while time.thread_time() < end:
+            n += 1  # @parent
+        return time.thread_time() - t0
+
+    if __name__ == "__main__":
+        method = sys.argv[1]
+        ctx = mp.get_context(None if method == "default" else method)
+        parent = parent_work(0.5)
+        with ctx.Pool(2) as pool:
+            child = sum(pool.map(spin, [0.6, 0.6], chunksize=1))
+        print("truth", parent, child, flush=True)
+    """
+
+
+def _line_sec(prof, script, mark):
+    line = lines_by_no(prof, script).get(marked_lines(script)[mark])
+    if not line:
+        return 0.0
+    share = line["n_cpu_percent_python"] + line["n_cpu_percent_c"] + line["n_sys_percent"]
+    return share / 100.0 * prof["profiled_time_sec"]
+
+
+def _tmpdir(env):
+    d = os.path.join(env.tmp, "tmpdir")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _run(env, script, args, options=()):
+    tmpdir = _tmpdir(env)
+    out = os.path.join(env.tmp, "children-%d.json" % len(os.listdir(env.tmp)))
+    proc = env.run_sonde(["run", "--json", "-o", out] + list(options) + [script] + list(args),
+                         env={"TMPDIR": tmpdir}, timeout=120)
+    check(not os.listdir(tmpdir), "left in TMPDIR: %s" % os.listdir(tmpdir))
+    check(os.path.exists(out), "no profile; exit %d; stderr:\n%s" % (proc.returncode,
+                                                                    proc.stderr[-3000:]))
+    with open(out, encoding="utf-8") as f:
+        return proc, json.load(f)
+
+
+def test_pool_start_methods(env):
+    """A Pool of two workers under each start method (and the interpreter's
+    default): >= 90 % of the workers' measured CPU time is on their line,
+    and the parent/child split matches the measured one within 5 points."""
+    script = env.write("pool.py", POOL)
+    for method in ("fork", "spawn", "forkserver", "default"):
+        proc, prof = _run(env, script, [method])
+        check(proc.returncode == 0, "%s: exit %d\n%s" % (method, proc.returncode, proc.stderr[-3000:]))
+        truth = [l for l in proc.stdout.splitlines() if l.startswith("truth")]
+        check(truth, "%s: no truth line: %r" % (method, proc.stdout))
+        parent_cpu, child_cpu = map(float, truth[0].split()[1:])
+        procs = prof.get("processes", [])
+        check(len(procs) >= 3, "%s: processes %r" % (method, procs))
+        check(all(p["complete"] for p in procs), "%s: incomplete: %r" % (method, procs))
+        check(prof["partial"]["processes_lost"] == 0, "%s: lost %r" % (method, prof["partial"]))
+        worker = _line_sec(prof, script, "worker")
+        parent = _line_sec(prof, script, "parent")
+        check(worker >= 0.9 * child_cpu, "%s: workers' line %.3f s of %.3f s measured"
+              % (method, worker, child_cpu))
+        reported = 100.0 * parent / (parent + worker)
+        measured = 100.0 * parent_cpu / (parent_cpu + child_cpu)
+        check(abs(reported - measured) <= 5.0, "%s: parent share %.1f %%, measured %.1f %%"
+              % (method, reported, measured))
+
+
+def test_subprocess_fork_and_nested(env):
+    """subprocess.run([sys.executable, ...]), os.fork() without exec, and a
+    Process that starts its own Pool (children of children): each one's
+    line is in the one report; without following (--no-subprocesses) only
+    the parent's is."""
+    child = env.write("child.py", """\
+        import time
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass  # @sub
+        """)
+    script = env.write("family.py", """\
+        import multiprocessing as mp, os, subprocess, sys, time
+
+        def spin(sec):
+            end = time.thread_time() + sec
+            while time.thread_time() < end:
+                pass  # @grandchild
+            return sec
+
+        def middle():
+            with mp.get_context("spawn").Pool(1) as pool:
+                pool.map(spin, [0.3])
+
+        if __name__ == "__main__":
+            subprocess.run([sys.executable, %r], check=True)
+            pid = os.fork()
+            if pid == 0:
+                end = time.thread_time() + 0.3
+                while time.thread_time() < end:
+                    pass  # @forked
+                os._exit(0)
+            os.waitpid(pid, 0)
+            p = mp.get_context("spawn").Process(target=middle)
+            p.start()
+            p.join()
+            end = time.thread_time() + 0.2
+            while time.thread_time() < end:
+                pass  # @parent
+            print("done", flush=True)
+        """ % child)
+    proc, prof = _run(env, script, [])
+    check(proc.returncode == 0 and proc.stdout == "done\n", "exit %d %r\n%s"
+          % (proc.returncode, proc.stdout, proc.stderr[-3000:]))
+    for path, mark in ((child, "sub"), (script, "forked"), (script, "grandchild"),
+                       (script, "parent")):
+        sec = _line_sec(prof, path, mark)
+        check(sec >= 0.1, "%s: %.3f s; processes %r" % (mark, sec, prof.get("processes")))
+    check(len(prof["processes"]) >= 5, "processes: %r" % prof["processes"])
+    proc, prof = _run(env, script, [], ["--no-subprocesses"])
+    check(proc.returncode == 0, proc.stderr[-2000:])
+    check(_line_sec(prof, script, "forked") == 0 and _line_sec(prof, script, "parent") > 0.1,
+          "--no-subprocesses followed a child")
+    check(len(prof.get("processes", [])) == 1, "processes: %r" % prof.get("processes"))
+
+
+def test_killed_child_and_environment(env):
+    """A child killed with SIGKILL is counted as lost, the others are kept;
+    what the program and its spawned child see (os.environ, sys.path,
+    sys.argv, sys.flags, output, exit status) is plain python's."""
+    script = env.write("env.py", """\
+        import multiprocessing as mp, os, signal, subprocess, sys, time
+
+        def show(tag):
+            env = {k: v for k, v in os.environ.items()}
+            print(tag, sorted(env.items()), sys.path, sys.argv[1:], tuple(sys.flags), flush=True)
+
+        def victim():
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        if __name__ == "__main__":
+            show("parent")
+            subprocess.run([sys.executable, "-c", "import sys; sys.argv[1:] = ['x'];"
+                            "exec(open(%r).read().split('if __name__')[0]); show('child')"],
+                           check=True)
+            p = mp.get_context("fork").Process(target=victim)
+            p.start()
+            p.join()
+            print("victim", p.exitcode, flush=True)
+            end = time.thread_time() + 0.2
+            while time.thread_time() < end:
+                pass  # @parent
+            sys.exit(3)
+        """ % os.path.join(env.tmp, "env.py"))
+    plain = env.run_python([script, "a b"], env={"TMPDIR": _tmpdir(env)})
+    proc, prof = _run(env, script, ["a b"])
+    check(proc.returncode == plain.returncode == 3, "exit %d vs %d\n%s"
+          % (proc.returncode, plain.returncode, proc.stderr[-2000:]))
+    check(proc.stdout == plain.stdout, "stdout differs\n--- python\n%s--- sonde\n%s"
+          % (plain.stdout, proc.stdout))
+    check(prof["partial"]["processes_lost"] == 1, "partial: %r" % prof["partial"])
+    check(_line_sec(prof, script, "parent") > 0.1, "parent's line missing")
+
+
+def test_signals_reach_the_program(env):
+    """SIGTERM sent to `sonde run` reaches the program, whose children's
+    profiles are still merged; sonde ends by the same signal."""
+    import subprocess
+    import time
+    script = env.write("term.py", """\
+        import multiprocessing as mp, sys, time
+
+        def spin(sec):
+            end = time.thread_time() + sec
+            while time.thread_time() < end:
+                pass  # @worker
+            return sec
+
+        if __name__ == "__main__":
+            with mp.get_context("fork").Pool(1) as pool:
+                pool.map(spin, [0.3])
+            print("ready", flush=True)
+            time.sleep(60)
+        """)
+    out = os.path.join(env.tmp, "term.json")
+    tmpdir = _tmpdir(env)
+    p = subprocess.Popen([env.sonde, "run", "-o", out, script], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env.base_env({"TMPDIR": tmpdir}))
+    check(p.stdout.readline() == "ready\n", "no ready line")
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("sonde run did not end after SIGTERM")
+    check(p.returncode == -signal.SIGTERM, "exit %r; stderr %s" % (p.returncode, p.stderr.read()))
+    with open(out, encoding="utf-8") as f:
+        prof = json.load(f)
+    check(_line_sec(prof, script, "worker") > 0.1, "worker's line missing: %r" % prof.get("processes"))
+    check(not os.listdir(tmpdir), "left in TMPDIR: %s" % os.listdir(tmpdir))
