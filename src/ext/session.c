@@ -49,6 +49,10 @@ typedef struct sonde_session {
                               program's, and sonde writes nothing there */
     bool sigterm_installed;
     struct sigaction old_sigterm;
+    /* session_stop has begun (its sampler thread is going): a SIGTERM
+     * meanwhile waits until the report is written (sigterm_deferred), then
+     * ends the process as it would have */
+    atomic_bool stopping;
     /* How the program ended, when seen (atexit: an uncaught exception;
      * os._exit(n)); the empty report says the program failed. */
     bool exit_known;
@@ -288,11 +292,17 @@ static void session_report_error(const sonde_session_t *s, const char *what, int
 /* Signal handler (async-signal-safe): SIGTERM in the profiled process asks
  * the sampler thread to write the report and then end the process the way
  * SIGTERM would have. In a forked child it just restores the default. */
+static volatile sig_atomic_t session_sigterm_deferred;
+
 static void session_sigterm(int sig)
 {
     if (getpid() != session.pid || !session.active) {
         signal(sig, SIG_DFL);
         kill(getpid(), sig);
+        return;
+    }
+    if (atomic_load(&session.stopping)) {
+        session_sigterm_deferred = 1;
         return;
     }
     sonde_sampler_signal_terminate(&session.sampler);
@@ -740,7 +750,10 @@ static int session_stop(bool flush_streams, bool write_report)
         s->active = false;
         return 0;
     }
-    session_remove_sigterm(s);
+    /* The SIGTERM handler stays until the report is written: a SIGTERM
+     * meanwhile (a Pool's terminate() as its worker ends) would otherwise
+     * kill the process halfway through it */
+    atomic_store(&s->stopping, true);
     sonde_sampler_stop(&s->sampler);
     int rc = 0;
     int expected = 0;
@@ -759,6 +772,12 @@ static int session_stop(bool flush_streams, bool write_report)
                              s->outfile ? " to " : "", s->outfile ? s->outfile : "", strerror(-rc));
         }
     }
+    session_remove_sigterm(s);
+    atomic_store(&s->stopping, false);
     session_clear(s);
+    if (session_sigterm_deferred) {
+        session_sigterm_deferred = 0;
+        kill(getpid(), SIGTERM); /* now with the program's own disposition */
+    }
     return (rc < 0 && !PyErr_Occurred()) ? 0 : rc;
 }
