@@ -224,7 +224,6 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
     for (size_t i = 0; i < list->n; i++) {
         collect_entry_t *it = &list->items[i];
         if (!it->handed) {
-            if (getenv("SONDE_DEBUG_COLLECT")) fprintf(stderr, "lost %s\n", it->stem);
             (*lost)++;
             continue;
         }
