@@ -52,6 +52,7 @@ static const char attach_usage[] =
     "                       running threads, judged from the kernel's thread state\n"
     "  --gil                only the thread holding the GIL\n"
     "  --subprocesses       also sample the Python processes PID starts\n"
+    "                       (--no-subprocesses: only PID, the default)\n"
     "  --profile-all        report the lines of every file, the standard library\n"
     "                       and site-packages included (default: the program's\n"
     "                       own files), as 'sonde run'\n"
@@ -76,7 +77,8 @@ static const char record_usage[] =
     "options: as 'sonde attach' (--rate, --duration, -o, --format, --threads,\n"
     "--idle, --gil, --profile-all, --profile-only, --profile-exclude), plus\n"
     "  --subprocesses       also sample the Python processes COMMAND starts\n"
-    "                       (COMMAND may then be a shell script or a launcher)\n"
+    "                       (COMMAND may then be a shell script or a launcher;\n"
+    "                       --no-subprocesses: only COMMAND, the default)\n"
     "\n"
     "Without -o the output goes to stderr, after the program's own output.\n";
 

@@ -107,6 +107,8 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
         args->opts.gil_only = true;
     } else if (strcmp(w, "--subprocesses") == 0) {
         args->opts.subprocesses = true;
+    } else if (strcmp(w, "--no-subprocesses") == 0) {
+        args->opts.subprocesses = false;
     } else {
         return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde %s --help')", w,
                           mode == SONDE_ATTACH_MODE_RECORD ? "record" : "attach");

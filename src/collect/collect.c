@@ -40,11 +40,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define COLLECT_TICK_NS 20000000L               /* the loop's wake-up */
+#define COLLECT_TICK_NS 20000000L             /* the loop's wake-up */
 #define COLLECT_MAX_PROFILE ((size_t)1 << 30) /* a profile file read back, at most */
 
 /* Signals sent on to the program when sent to this process alone. */
-static const int collect_forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+static const int collect_forwarded[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT,
+                                        SIGUSR1, SIGUSR2, SIGALRM};
 
 static uint64_t collect_now_ns(void)
 {
@@ -128,8 +129,7 @@ static bool collect_python_child(const char *exe)
         const char *close = strrchr(stat, ')');
         int ppid = 0;
         char state = 0;
-        if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != me ||
-            state == 'Z')
+        if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != me || state == 'Z')
             continue;
         snprintf(path, sizeof path, "/proc/%ld/exe", pid);
         ssize_t len = readlink(path, link, sizeof link - 1);
@@ -305,7 +305,8 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     sonde_buf_t dir = SONDE_BUF_INIT;
     int rc = collect_make_dir(&dir);
     if (rc < 0) {
-        snprintf(err, err_len, "cannot make a directory for the profiles of the program's processes: %s",
+        snprintf(err, err_len,
+                 "cannot make a directory for the profiles of the program's processes: %s",
                  strerror(-rc));
         sonde_buf_free(&dir);
         return rc;

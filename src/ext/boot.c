@@ -85,10 +85,10 @@ static int boot_restore_environ(const char *had_pypath, const char *orig_pypath)
         rc = boot_setenv(os_env, "PYTHONPATH", orig_pypath ? orig_pypath : "");
     else
         rc = boot_unsetenv(os_env, "PYTHONPATH");
-    const char *ours[] = {SONDE_ENV_OPTIONS,     SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
-                          SONDE_ENV_HAD_PYPATH,  SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
-                          SONDE_ENV_BLOCKED,     SONDE_ENV_EXEC_GEN,   SONDE_ENV_EXEC_BASE,
-                          SONDE_ENV_EXEC_OUTFILE, SONDE_ENV_COLLECT,   SONDE_ENV_CHILD};
+    const char *ours[] = {SONDE_ENV_OPTIONS,      SONDE_ENV_BOOT_PATHS, SONDE_ENV_PYTHONPATH,
+                          SONDE_ENV_HAD_PYPATH,   SONDE_ENV_PROGRAM,    SONDE_ENV_MODE,
+                          SONDE_ENV_BLOCKED,      SONDE_ENV_EXEC_GEN,   SONDE_ENV_EXEC_BASE,
+                          SONDE_ENV_EXEC_OUTFILE, SONDE_ENV_COLLECT,    SONDE_ENV_CHILD};
     for (size_t i = 0; rc == 0 && i < SONDE_ARRAY_LEN(ours); i++)
         rc = boot_unsetenv(os_env, ours[i]);
     if (rc == 0) rc = boot_restore_preload(os_env);
@@ -386,8 +386,8 @@ done:
 /* Keeps what the boot was handed, for sonde_boot_exec_env_gil; NULL on out
  * of memory (then the interpreter's execs are simply not followed). */
 static void boot_keep_handover(const char *boot_paths, const char *mode, const char *options,
-                               bool preload, const char *gen, const char *base,
-                               const char *collect, bool child)
+                               bool preload, const char *gen, const char *base, const char *collect,
+                               bool child)
 {
     size_t n = strlen(boot_paths);
     if (n < 6 || strcmp(boot_paths + n - 6, "/_boot") != 0 || strchr(boot_paths, ':')) return;
@@ -520,8 +520,7 @@ int sonde_boot_gil(void)
         if (sonde_session_start_gil(&opts, true, shown) == 0) {
             rc = chained ? 1 : 0;
             boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
-                               *exec_gen ? exec_base : sonde_session_outfile(), collect,
-                               is_child);
+                               *exec_gen ? exec_base : sonde_session_outfile(), collect, is_child);
             if (!is_child) boot_exec_note(exec_gen, exec_outfile);
         }
     } else if (decode_rc == -ENOMEM) {

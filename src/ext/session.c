@@ -69,7 +69,7 @@ typedef struct sonde_session {
     char collect_stem[64];
     bool child;
     atomic_bool spawned;
-    bool exec_paused;        /* threads paused for an os.exec* in progress */
+    bool exec_paused; /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
 static sonde_session_t session;
@@ -226,8 +226,11 @@ static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
     cmdline[n - 1] = 0;
     for (ssize_t i = 0; i < n - 1; i++)
         if (!cmdline[i]) cmdline[i] = ' ';
-    sonde_process_t process = {.pid = (int)getpid(), .ppid = (int)getppid(), .cmdline = cmdline,
-                               .wall_sec = prof->elapsed_sec, .complete = s->from_run};
+    sonde_process_t process = {.pid = (int)getpid(),
+                               .ppid = (int)getppid(),
+                               .cmdline = cmdline,
+                               .wall_sec = prof->elapsed_sec,
+                               .complete = s->from_run};
     if (sonde_prim_self_usage(&process.cpu_sec, &process.peak_mb) < 0)
         process.cpu_sec = process.peak_mb = 0;
     return sonde_profile_add_process(prof, &process);

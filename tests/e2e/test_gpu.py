@@ -125,9 +125,16 @@ spin_mixed(0.4)
     funcs = {f["line"]: f for f in next(iter(prof["files"].values()))["functions"]}
     check(82 <= funcs["spin_hot"]["n_gpu_percent"] <= 90, "function figures: %r" % funcs["spin_hot"])
     # NVML is shut down as often as it was initialised.
-    with open(os.path.join(env.tmp, "nvml-log")) as f:
-        log = f.read().split()
+    log = nvml_log(env)
     check(log == ["init", "shutdown"], "NVML init/shutdown: %r" % log)
+
+
+def nvml_log(env, pids=False):
+    """The stand-in NVML's log: "init"/"shutdown" in order (with the pid of
+    the process that called, when pids)."""
+    with open(os.path.join(env.tmp, "nvml-log")) as f:
+        entries = [line.split() for line in f.read().splitlines()]
+    return [(what, int(pid)) for what, pid in entries] if pids else [e[0] for e in entries]
 
 
 def test_gpu_terminal_columns(env):
@@ -324,6 +331,10 @@ spin_hot(0.6)
     # the reader came back: the stand-in's figures after the fork reach the line
     check(62 <= hot.get("n_gpu_percent", 0) <= 70, "line after the fork: %r" % hot)
     check(hot.get("n_gpu_peak_memory_mb") == 1500, "line after the fork: %r" % hot)
-    with open(os.path.join(env.tmp, "nvml-log")) as f:
-        log = f.read().split()
-    check(log == ["init", "shutdown"], "NVML init/shutdown: %r" % log)
+    # the parent set NVML up once; the forked child, profiled too
+    # (test_children.py), sets it up for itself
+    parent = [what for what, pid in nvml_log(env, pids=True) if pid == prof["processes"][0]["pid"]]
+    check(parent == ["init", "shutdown"], "NVML init/shutdown in the parent: %r"
+          % nvml_log(env, pids=True))
+    check(len(prof["processes"]) == 2 and nvml_log(env).count("init") == 2,
+          "the forked child: %r %r" % (prof["processes"], nvml_log(env, pids=True)))

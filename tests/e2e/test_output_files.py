@@ -299,7 +299,10 @@ def test_run_output_errors(env):
     check(_read(page) == "previous page" and not _temps(sub),
           "the old file changed or a temporary file was left: %r" % _temps(sub))
 
-    killed = subprocess.Popen([env.sonde, "run", "-o", page, script, "kill", "4096"],
+    # --no-subprocesses: the writer is then the process started here (with
+    # the collector, it would be the collector's child)
+    killed = subprocess.Popen([env.sonde, "run", "--no-subprocesses", "-o", page, script, "kill",
+                               "4096"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
                               env=env.base_env())
     killed.communicate(timeout=120)

@@ -119,6 +119,27 @@ def test_trace_sigterm_report_to_stdout(env):
           "no report on stdout: %r" % stdout[-2000:])
 
 
+def _wait_for_interpreter(p, python):
+    """Until the interpreter runs: the launcher p became it (--no-subprocesses,
+    trace), or its child did (the collector of `sonde run` stays p and sends
+    the signals it gets on to its child)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        pids = [p.pid]
+        try:
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                pids += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+        for pid in pids:
+            try:
+                if os.path.realpath("/proc/%d/exe" % pid) == python:
+                    return
+            except OSError:
+                pass
+        time.sleep(0.0005)
+
+
 def test_signal_during_startup(env):
     """The signal comes once the launcher has become the interpreter, before
     the program's first line: a profile or one `sonde:` line, and death by
@@ -135,14 +156,7 @@ def test_signal_during_startup(env):
             out = os.path.join(env.tmp, "early-%s-%s.%s" % (name, sig.name, kind))
             what = "%s, %s during start-up" % (name, sig.name)
             p = _start(env, [env.sonde] + args + ["-o", out, script])
-            deadline = time.time() + 30
-            while time.time() < deadline:  # until the launcher execs the interpreter
-                try:
-                    if os.path.realpath("/proc/%d/exe" % p.pid) == python:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.0005)
+            _wait_for_interpreter(p, python)
             p.send_signal(sig)
             status, stdout, stderr = _finish(p, what)
             check(status == -sig, "%s: exit %d; stderr:\n%s" % (what, status, stderr[-2000:]))
@@ -159,14 +173,7 @@ def test_signal_during_startup(env):
                     load_stats(env, out)
     # on the terminal, a report with no sample names the signal
     p = _start(env, [env.sonde, "run", script])
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if os.path.realpath("/proc/%d/exe" % p.pid) == python:
-                break
-        except OSError:
-            pass
-        time.sleep(0.0005)
+    _wait_for_interpreter(p, python)
     p.send_signal(signal.SIGTERM)
     status, stdout, stderr = _finish(p, "terminal, SIGTERM during start-up")
     check(status == -signal.SIGTERM and stderr.startswith(("sonde 0.", "sonde: ")),

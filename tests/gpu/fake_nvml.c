@@ -115,7 +115,7 @@ static void fake_log(const char *what)
     const char *path = getenv("FAKE_NVML_LOG");
     FILE *f = path ? fopen(path, "a") : NULL;
     if (!f) return;
-    fprintf(f, "%s\n", what);
+    fprintf(f, "%s %d\n", what, (int)getpid());
     fclose(f);
 }
 
