@@ -217,3 +217,23 @@ def test_signals_reach_the_program(env):
         prof = json.load(f)
     check(_line_sec(prof, script, "worker") > 0.1, "worker's line missing: %r" % prof.get("processes"))
     check(not os.listdir(tmpdir), "left in TMPDIR: %s" % os.listdir(tmpdir))
+
+
+def test_parent_killed_first(env):
+    """The program is killed with SIGKILL after its child ended: the child's
+    profile is reported, the program counted as lost, and sonde dies by
+    SIGKILL too."""
+    child = env.write("kid.py", """\
+        import time
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end: pass  # @kid
+        """)
+    script = env.write("killed.py", """\
+        import os, signal, subprocess, sys
+        subprocess.run([sys.executable, %r], check=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """ % child)
+    proc, prof = _run(env, script, [])
+    check(proc.returncode == -signal.SIGKILL, "exit %d\n%s" % (proc.returncode, proc.stderr[-2000:]))
+    check(_line_sec(prof, child, "kid") > 0.1, "the child's line: %r" % prof.get("processes"))
+    check(prof["partial"]["processes_lost"] == 1, "partial: %r" % prof["partial"])
