@@ -306,6 +306,20 @@ static int boot_exec_name(const char *base, int gen, sonde_buf_t *out)
     return sonde_buf_error(out) ? -ENOMEM : 0;
 }
 
+/* The program word of a child that runs multiprocessing's start-up code. */
+#define BOOT_MP_PROGRAM "<multiprocessing>"
+
+/* Whether a command line runs `-c CODE` with CODE multiprocessing's own
+ * ("from multiprocessing..." on every version: spawn, forkserver and the
+ * resource tracker start so). */
+static bool boot_multiprocessing_code(int argc, char *const *argv)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "-c") == 0)
+            return strncmp(argv[i + 1], "from multiprocessing", 20) == 0;
+    return false;
+}
+
 int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
 {
     if (!boot_handover.pid || boot_handover.pid != getpid() || !PyDict_Check(env)) return 0;
@@ -347,6 +361,17 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
     if (word_rc < 0) { /* no program (the prompt, --version): not profiled */
         rc = 0;
         goto done;
+    }
+    if (spawn && boot_multiprocessing_code((int)n, cargv)) {
+        /* multiprocessing's own start-up code (spawn_main, the forkserver,
+         * the resource tracker) is not the program's: "<string>" is not
+         * profiled there, so a worker's idle time is not charged to it */
+        sonde_buf_reset(&program);
+        sonde_buf_puts(&program, BOOT_MP_PROGRAM);
+        if (sonde_buf_error(&program)) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     int next = boot_handover.gen + 1;
     if (!child && boot_handover.base && boot_exec_name(boot_handover.base, next, &file) < 0) {
