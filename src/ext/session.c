@@ -145,8 +145,11 @@ static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
     cmdline[n - 1] = 0;
     for (ssize_t i = 0; i < n - 1; i++)
         if (!cmdline[i]) cmdline[i] = ' ';
-    sonde_process_t process = {.pid = (int)getpid(), .ppid = (int)getppid(), .cmdline = cmdline,
-                               .wall_sec = prof->elapsed_sec, .complete = s->from_run};
+    sonde_process_t process = {.pid = (int)getpid(),
+                               .ppid = (int)getppid(),
+                               .cmdline = cmdline,
+                               .wall_sec = prof->elapsed_sec,
+                               .complete = s->from_run};
     if (sonde_prim_self_usage(&process.cpu_sec, &process.peak_mb) < 0)
         process.cpu_sec = process.peak_mb = 0;
     return sonde_profile_add_process(prof, &process);

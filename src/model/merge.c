@@ -151,8 +151,8 @@ static int merge_run(sonde_profile_t *dst, const sonde_profile_t *src)
 {
     if (!dst->program && !dst->argc && !dst->python_version &&
         (src->program || src->argc || src->python_version)) {
-        int rc = sonde_profile_set_run(dst, src->program, src->argc,
-                                       (const char *const *)src->argv, src->python_version);
+        int rc = sonde_profile_set_run(dst, src->program, src->argc, (const char *const *)src->argv,
+                                       src->python_version);
         if (rc < 0) return rc;
     }
     if (!dst->exit_known && src->exit_known)
@@ -187,8 +187,8 @@ static int merge_memory_run(sonde_profile_t *dst, const sonde_profile_t *src)
 static int merge_gpu_run(sonde_profile_t *dst, const sonde_profile_t *src)
 {
     if (!src->has_gpu) return 0;
-    dst->gpu_per_process = dst->has_gpu ? dst->gpu_per_process && src->gpu_per_process
-                                        : src->gpu_per_process;
+    dst->gpu_per_process =
+        dst->has_gpu ? dst->gpu_per_process && src->gpu_per_process : src->gpu_per_process;
     dst->has_gpu = true;
     if (!dst->gpu_device && src->gpu_device && !(dst->gpu_device = merge_strdup(src->gpu_device)))
         return -ENOMEM;

@@ -394,8 +394,8 @@ static bool load_stacks(load_t *ld, const cJSON *root)
         snprintf(ld->where, sizeof ld->where, "call_stacks.samples[%zu]", i++);
         const cJSON *path = cJSON_IsObject(item) ? load_item(item, "frames") : NULL;
         if (!cJSON_IsArray(path) || cJSON_GetArraySize(path) > LOAD_MAX_DEPTH) {
-            ok = load_fail(ld, "not an object with a list of at most %d \"frames\"",
-                           LOAD_MAX_DEPTH);
+            ok =
+                load_fail(ld, "not an object with a list of at most %d \"frames\"", LOAD_MAX_DEPTH);
             break;
         }
         uint32_t depth = 0;
@@ -403,7 +403,8 @@ static bool load_stacks(load_t *ld, const cJSON *root)
         cJSON_ArrayForEach(index, path)
         {
             double at = 0;
-            if (n_frames == 0 || !load_whole_of(ld, index, "frames", 0, (double)n_frames - 1, &at)) {
+            if (n_frames == 0 ||
+                !load_whole_of(ld, index, "frames", 0, (double)n_frames - 1, &at)) {
                 ok = load_fail(ld, "a frame index is not one of call_stacks.frames");
                 break;
             }
@@ -414,7 +415,8 @@ static bool load_stacks(load_t *ld, const cJSON *root)
         const cJSON *t = load_item(item, "thread");
         double t_index = 0;
         if (t && !cJSON_IsNull(t)) {
-            if (n_threads == 0 || !load_whole_of(ld, t, "thread", 0, (double)n_threads - 1, &t_index)) {
+            if (n_threads == 0 ||
+                !load_whole_of(ld, t, "thread", 0, (double)n_threads - 1, &t_index)) {
                 ok = load_fail(ld, "\"thread\" is not an index into call_stacks.threads");
                 break;
             }
@@ -503,7 +505,8 @@ static bool load_run(load_t *ld, const cJSON *root)
 
     snprintf(ld->where, sizeof ld->where, "partial");
     const cJSON *partial = load_container(ld, root, "partial", cJSON_Object);
-    prof->partial.failed_reads = (uint64_t)load_whole(ld, partial, "failed_reads", 0, LOAD_MAX_COUNT);
+    prof->partial.failed_reads =
+        (uint64_t)load_whole(ld, partial, "failed_reads", 0, LOAD_MAX_COUNT);
     prof->partial.dropped_samples =
         (uint64_t)load_whole(ld, partial, "dropped_samples", 0, LOAD_MAX_COUNT);
     prof->partial.threads_left_out =
@@ -526,7 +529,8 @@ static bool load_run(load_t *ld, const cJSON *root)
     if (prof->has_memory) {
         prof->max_footprint_mb = load_number(ld, root, "max_footprint_mb", 0, LOAD_MAX_MB, 0);
         const char *fname = load_string(ld, root, "max_footprint_fname");
-        prof->max_footprint_lineno = (int)load_whole(ld, root, "max_footprint_lineno", 0, INT32_MAX);
+        prof->max_footprint_lineno =
+            (int)load_whole(ld, root, "max_footprint_lineno", 0, INT32_MAX);
         prof->heap_peak_mb = load_number(ld, root, "heap_peak_mb", 0, LOAD_MAX_MB, 0);
         if (fname && !(prof->max_footprint_file = strdup(fname))) return load_oom(ld);
         if (!load_timeline(ld, root, "samples", &prof->footprint)) return false;

@@ -43,8 +43,11 @@ static void merge_build(sonde_profile_t *prof, int pid, double scale, double ela
     line->mem.python_fraction = pid == 1 ? 1.0 : 0.0;
     sonde_timeline_add(&line->mem.timeline, t_offset, 1);
     sonde_timeline_add(&line->mem.timeline, t_offset + 0.5, 2);
-    sonde_line_gpu_t gpu = {.util_sum = 50 * scale, .samples = 1, .mem_sum_mb = 100,
-                            .peak_mem_mb = 200 * scale, .sec = scale};
+    sonde_line_gpu_t gpu = {.util_sum = 50 * scale,
+                            .samples = 1,
+                            .mem_sum_mb = 100,
+                            .peak_mem_mb = 200 * scale,
+                            .sec = scale};
     sonde_profile_add_gpu(prof, "a.py", "f", 1, 3, &gpu);
     prof->has_gpu = true;
     int thread = sonde_profile_thread(prof, "MainThread");
@@ -85,8 +88,8 @@ static void test_merge_adds(void)
     bool ordered = l3 && l3->mem.timeline.n == 4;
     for (size_t i = 1; ordered && i < l3->mem.timeline.n; i++)
         ordered = l3->mem.timeline.points[i - 1].t_sec <= l3->mem.timeline.points[i].t_sec;
-    check(ordered && l3->mem.timeline.points[1].t_sec == 0.25, "merge_timeline_time_order",
-          "n %zu", l3 ? l3->mem.timeline.n : 0);
+    check(ordered && l3->mem.timeline.points[1].t_sec == 0.25, "merge_timeline_time_order", "n %zu",
+          l3 ? l3->mem.timeline.n : 0);
     check(a.footprint.n == 4 && a.footprint.points[2].t_sec == 1.0 && a.max_footprint_mb == 20 &&
               strcmp(a.max_footprint_file, "b.py") == 0 && a.max_footprint_lineno == 7 &&
               a.heap_peak_mb == 8,
@@ -102,7 +105,8 @@ static void test_merge_adds(void)
               a.stacks[0].ns == 60 * MS && a.n_frames == 2,
           "merge_stacks_add", "stacks %zu threads %zu", a.n_stacks, a.n_threads);
     check(a.n_processes == 2 && a.processes[0].pid == 1 && a.processes[1].pid == 2 &&
-              a.processes[1].cpu_sec == 2.0 && strcmp(a.processes[1].cmdline, "python3 app.py x") == 0 &&
+              a.processes[1].cpu_sec == 2.0 &&
+              strcmp(a.processes[1].cmdline, "python3 app.py x") == 0 &&
               a.processes[1].cmdline != b.processes[0].cmdline,
           "merge_processes_appended", "n %zu", a.n_processes);
     check(sonde_profile_merge(&a, &a) == -EINVAL && sonde_profile_merge(NULL, &b) == -EINVAL,
@@ -120,9 +124,9 @@ static void test_merge_into_empty(void)
     sonde_profile_add(&b, "c.py", "h", 2, 4, 1 * MS, 0, 0, 1);
     sonde_profile_sum(&b);
     int rc = sonde_profile_merge(&empty, &b);
-    check(rc == 0 && empty.n_files == 3 && empty.total_ns == b.total_ns &&
-              empty.program && strcmp(empty.program, "app.py") == 0 && empty.argc == 2 &&
-              empty.n_processes == 1 && empty.has_memory && empty.has_gpu,
+    check(rc == 0 && empty.n_files == 3 && empty.total_ns == b.total_ns && empty.program &&
+              strcmp(empty.program, "app.py") == 0 && empty.argc == 2 && empty.n_processes == 1 &&
+              empty.has_memory && empty.has_gpu,
           "merge_into_empty_copies", "rc %d files %zu", rc, empty.n_files);
     sonde_file_stats_t *c = sonde_profile_file(&empty, "c.py");
     check(c && c->n_lines == 1 && c->n_funcs == 1 && c->lines[0].lineno == 4 &&
