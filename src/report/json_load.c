@@ -185,17 +185,21 @@ static void load_memory(load_t *ld, const cJSON *entry, sonde_line_memory_t *mem
 }
 
 /* The GPU figures of a line or function: the means are weighted by the
- * entry's time (sec), or by a nominal weight when it has none. */
+ * entry's time (sec), or by a nominal weight when it has none; an entry
+ * whose figures are all 0 had no reading and gets no weight. */
 static void load_gpu(load_t *ld, const cJSON *entry, sonde_ns_t entry_ns, uint64_t samples,
                      sonde_line_gpu_t *gpu)
 {
-    if (!load_item(entry, "n_gpu_percent") && !load_item(entry, "n_gpu_peak_memory_mb")) return;
+    double util = load_number(ld, entry, "n_gpu_percent", 0, LOAD_MAX_PERCENT, 0);
+    double avg_mb = load_number(ld, entry, "n_gpu_avg_memory_mb", 0, LOAD_MAX_MB, 0);
+    double peak_mb = load_number(ld, entry, "n_gpu_peak_memory_mb", 0, LOAD_MAX_MB, 0);
+    if (!(util > 0 || avg_mb > 0 || peak_mb > 0)) return; /* no reading on this entry */
     double sec = entry_ns > 0 ? (double)entry_ns / SONDE_NS_PER_SEC : 1e-6;
     gpu->sec = sec;
     gpu->samples = samples ? samples : 1;
-    gpu->util_sum = load_number(ld, entry, "n_gpu_percent", 0, LOAD_MAX_PERCENT, 0) * sec;
-    gpu->mem_sum_mb = load_number(ld, entry, "n_gpu_avg_memory_mb", 0, LOAD_MAX_MB, 0) * sec;
-    gpu->peak_mem_mb = load_number(ld, entry, "n_gpu_peak_memory_mb", 0, LOAD_MAX_MB, 0);
+    gpu->util_sum = util * sec;
+    gpu->mem_sum_mb = avg_mb * sec;
+    gpu->peak_mem_mb = peak_mb;
 }
 
 /* The time figures shared by lines and functions. */
