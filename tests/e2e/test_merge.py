@@ -205,3 +205,24 @@ def test_merge_bad_input(env):
         check(proc.returncode != 0 and len(err) == 1 and err[0].startswith("sonde: "),
               "%s: exit %d, stderr %r" % (args[1:], proc.returncode, proc.stderr))
         check(not os.path.exists(out), "%s: an output file was written" % args[1:])
+
+
+def test_api_process_is_partial(env):
+    """sonde.start()/stop() profiles part of a process: its entry says so."""
+    out = os.path.join(env.tmp, "api.json")
+    script = env.write("api.py", """\
+        import os, sys, time, sonde
+        sonde.start(outfile=sys.argv[1])
+        end = time.process_time() + 0.1
+        while time.process_time() < end:
+            pass
+        sonde.stop()
+        print(os.getpid(), os.getppid())
+        """)
+    proc = env.run_python([script, out], env={"PYTHONPATH": env.lib})
+    check(proc.returncode == 0, "api script: %s" % proc.stderr[-2000:])
+    pid, ppid = (int(w) for w in proc.stdout.split())
+    procs = _load(out)["processes"]
+    check(len(procs) == 1 and procs[0]["pid"] == pid and procs[0]["ppid"] == ppid and
+          procs[0]["complete"] is False and procs[0]["cpu_sec"] >= 0.1 and "api.py" in procs[0]["cmdline"],
+          "processes %r (pid %d, ppid %d)" % (procs, pid, ppid))
