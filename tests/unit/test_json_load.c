@@ -65,12 +65,16 @@ static void build(sonde_profile_t *prof)
     prof->has_gpu = true;
     prof->gpu_device = strdup("NVIDIA H100");
     prof->gpu_per_process = true;
-    sonde_line_gpu_t gpu = {.util_sum = 0.125, .samples = 20, .mem_sum_mb = 25, .peak_mem_mb = 512,
+    sonde_line_gpu_t gpu = {.util_sum = 0.125,
+                            .samples = 20,
+                            .mem_sum_mb = 25,
+                            .peak_mem_mb = 512,
                             .sec = 0.25}; /* 50 %, 100 MB over the line's 0.25 s */
     sonde_profile_add_gpu(prof, "/src/app.py", "Model.run", 10, 12, &gpu);
     int main_thread = sonde_profile_thread(prof, "MainThread");
     int worker = sonde_profile_thread(prof, "worker-1");
-    sonde_stack_frame_t frames[] = {{"<module>", "/src/app.py", 20}, {"main", "/src/app.py", 2},
+    sonde_stack_frame_t frames[] = {{"<module>", "/src/app.py", 20},
+                                    {"main", "/src/app.py", 2},
                                     {"Model.run", "/src/app.py", 12}};
     sonde_profile_add_stack(prof, frames, 2, main_thread, 60, 625 * MS);
     sonde_profile_add_stack(prof, frames, 3, worker, 20, 250 * MS);
@@ -96,7 +100,8 @@ static void test_round_trip(void)
     rc = sonde_profile_load_json(&back, first.data, first.len, err, sizeof err);
     check(rc == 0, "json_load_returns_0", "rc %d: %s", rc, err);
     rc = sonde_report_json(&back, &second);
-    bool same = rc == 0 && first.len == second.len && memcmp(first.data, second.data, first.len) == 0;
+    bool same =
+        rc == 0 && first.len == second.len && memcmp(first.data, second.data, first.len) == 0;
     if (!same) {
         size_t at = 0;
         while (at < first.len && at < second.len && first.data[at] == second.data[at])
