@@ -106,7 +106,7 @@
       V.el('h2', { text: 'Processes' }),
       V.el('p', { class: 'note', text: V.fmtCount(list.length) + ' processes profiled; shares are of all their time together' }),
       V.el('table', { class: 'process-table' }, [
-        V.el('thead', null, [V.el('tr', null, head.map(function (h) { return V.el('th', { text: h }); }))]),
+        V.el('thead', null, [V.el('tr', null, head.map(function (h, i) { return V.el('th', { class: i < 5 ? 'num' : null, text: h }); }))]),
         V.el('tbody', null, rows),
       ]),
     ]);
