@@ -4,7 +4,8 @@
  * "application/json" id="sonde-profile"> element, the header and the
  * summary (program, elapsed time, the run's Python / native / system
  * split, peak memory and the footprint chart when memory was profiled, the
- * GPU when one was used), the switch between the line view and the flame
+ * GPU when one was used, the table of processes when a merged profile
+ * holds several), the switch between the line view and the flame
  * graph, and the page-wide "show all lines" and expand / collapse
  * controls. Everything from the profile is inserted as text (V.el /
  * V.svg); nothing here parses HTML or evaluates code.
@@ -29,6 +30,8 @@
     if (V.num(data.interval_sec) > 0) run += ' every ' + V.fmtG(V.num(data.interval_sec) * 1e3) + ' ms';
     run += data.virtual_time ? ' (CPU time only)' : ' (wall clock)';
     parts.push(run);
+    const nproc = V.list(data.processes).length;
+    if (nproc > 1) parts.push(V.fmtCount(nproc) + ' processes profiled');
     return V.el('header', { class: 'top' }, [
       V.el('h1', null, [V.el('span', { class: 'brand', text: 'sonde' + (data.sonde_version ? ' ' + V.str(data.sonde_version) : '') }), ' ', V.el('span', { class: 'program', text: words.join(' ') })]),
       V.el('p', { class: 'run-line', text: parts.join(', ') }),
@@ -82,6 +85,31 @@
     const partial = partialNote(data.partial);
     if (partial) box.appendChild(V.el('p', { class: 'note partial', text: partial }));
     return box;
+  }
+
+  // The "processes" list (docs/json-format.md) as a table, when a merged
+  // profile holds more than one; shares elsewhere are of all their time.
+  function processesPanel(data) {
+    const list = V.list(data.processes).filter(V.isObject);
+    const head = ['PID', 'PPID', 'CPU s', 'wall s', 'peak MB', 'command'];
+    const rows = list.map(function (p) {
+      return V.el('tr', null, [
+        V.el('td', { class: 'num', text: String(V.num(p.pid)) }),
+        V.el('td', { class: 'num', text: String(V.num(p.ppid)) }),
+        V.el('td', { class: 'num', text: V.num(p.cpu_sec).toFixed(3) }),
+        V.el('td', { class: 'num', text: V.num(p.wall_sec).toFixed(3) }),
+        V.el('td', { class: 'num', text: V.num(p.peak_mb).toFixed(1) }),
+        V.el('td', null, [V.el('code', { text: V.str(p.cmdline) }), p.complete === false ? ' (part of its run)' : '']),
+      ]);
+    });
+    return V.el('div', { class: 'panel processes' }, [
+      V.el('h2', { text: 'Processes' }),
+      V.el('p', { class: 'note', text: V.fmtCount(list.length) + ' processes profiled; shares are of all their time together' }),
+      V.el('table', { class: 'process-table' }, [
+        V.el('thead', null, [V.el('tr', null, head.map(function (h, i) { return V.el('th', { class: i < 5 ? 'num' : null, text: h }); }))]),
+        V.el('tbody', null, rows),
+      ]),
+    ]);
   }
 
   function memorySummary(data, model) {
@@ -187,6 +215,7 @@
     const summary = V.el('div', { class: 'summary' }, [cpuSummary(data)]);
     if (model.hasMemory) summary.appendChild(memorySummary(data, model));
     if (model.hasGpu) summary.appendChild(gpuSummary(data, model));
+    if (V.list(data.processes).length > 1) summary.appendChild(processesPanel(data));
     app.appendChild(summary);
     const views = [{ id: 'lines', title: 'Lines', node: linesView(data, model) }];
     const stacks = data.call_stacks;

@@ -7,7 +7,8 @@
  * sonde_buf_json_string (which also keeps "</script>" out of the output,
  * for the HTML viewer) and every fraction through sonde_buf_json_number.
  * Always writes "partial", the counts of what the profile misses (zeros
- * when it is complete). Also writes each file's source text (so that a report viewer can show
+ * when it is complete), "exit" (null when unknown) and "processes" (the
+ * processes the profile covers; json_load.c reads all of it back). Also writes each file's source text (so that a report viewer can show
  * the lines around the hot ones) and, when the profile has call stacks,
  * the top-level "call_stacks" object (flame graphs). Called by the CLI,
  * the extension and the HTML writer after sampling; never in a signal

@@ -17,6 +17,7 @@
 #include "report_internal.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +27,8 @@
 #define LOAD_MAX_COUNT 9007199254740992.0 /* 2^53: counts exact in a double */
 #define LOAD_MAX_SEC 1e9                  /* about 31 years */
 #define LOAD_MAX_MB 1e12                  /* an exabyte */
-#define LOAD_MAX_PERCENT 100.001          /* shares are at most 100 (rounding) */
+#define LOAD_MAX_PERCENT 100.001          /* a line's share is at most 100 (rounding) */
+#define LOAD_SLACK (1 + 1e-6)             /* bounds of re-derived times: rounding */
 #define LOAD_MAX_DEPTH 65536              /* frames in one stack */
 #define LOAD_PID_MAX 4194304              /* Linux's PID_MAX_LIMIT */
 
@@ -54,6 +56,8 @@ static bool load_fail(load_t *ld, const char *fmt, ...)
         vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
         snprintf(ld->err, ld->err_len, "%s%s%s", ld->where, ld->where[0] ? ": " : "", what);
+        for (char *c = ld->err; *c; c++) /* one line, whatever a path holds */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     }
     return false;
 }
@@ -137,11 +141,16 @@ static sonde_ns_t load_ns(double sec)
     return (sonde_ns_t)llround(sec * SONDE_NS_PER_SEC);
 }
 
-/* A percentage of the profiled time, as nanoseconds. */
-static sonde_ns_t load_share_ns(load_t *ld, const cJSON *obj, const char *key)
+/* A percentage of the profiled time, as nanoseconds. A line's share is at
+ * most 100 %; a function's is bounded by its time only (a file whose
+ * functions disagree with its lines is still read as it is). */
+static sonde_ns_t load_share_ns(load_t *ld, const cJSON *obj, const char *key, double max_percent)
 {
-    double pct = load_number(ld, obj, key, 0, LOAD_MAX_PERCENT, 0);
-    return load_ns(pct / 100.0 * ld->profiled_sec);
+    double pct = load_number(ld, obj, key, 0, max_percent, 0);
+    double sec = pct / 100.0 * ld->profiled_sec;
+    if (!(sec <= LOAD_MAX_SEC * LOAD_SLACK))
+        return load_fail(ld, "\"%s\" stands for more than %g s", key, LOAD_MAX_SEC), 0;
+    return load_ns(sec);
 }
 
 /* [[seconds, MB], ...] into tl. */
@@ -185,17 +194,21 @@ static void load_memory(load_t *ld, const cJSON *entry, sonde_line_memory_t *mem
 }
 
 /* The GPU figures of a line or function: the means are weighted by the
- * entry's time (sec), or by a nominal weight when it has none. */
+ * entry's time (sec), or by a nominal weight when it has none; an entry
+ * whose figures are all 0 had no reading and gets no weight. */
 static void load_gpu(load_t *ld, const cJSON *entry, sonde_ns_t entry_ns, uint64_t samples,
                      sonde_line_gpu_t *gpu)
 {
-    if (!load_item(entry, "n_gpu_percent") && !load_item(entry, "n_gpu_peak_memory_mb")) return;
+    double util = load_number(ld, entry, "n_gpu_percent", 0, LOAD_MAX_PERCENT, 0);
+    double avg_mb = load_number(ld, entry, "n_gpu_avg_memory_mb", 0, LOAD_MAX_MB, 0);
+    double peak_mb = load_number(ld, entry, "n_gpu_peak_memory_mb", 0, LOAD_MAX_MB, 0);
+    if (!(util > 0 || avg_mb > 0 || peak_mb > 0)) return; /* no reading on this entry */
     double sec = entry_ns > 0 ? (double)entry_ns / SONDE_NS_PER_SEC : 1e-6;
     gpu->sec = sec;
     gpu->samples = samples ? samples : 1;
-    gpu->util_sum = load_number(ld, entry, "n_gpu_percent", 0, LOAD_MAX_PERCENT, 0) * sec;
-    gpu->mem_sum_mb = load_number(ld, entry, "n_gpu_avg_memory_mb", 0, LOAD_MAX_MB, 0) * sec;
-    gpu->peak_mem_mb = load_number(ld, entry, "n_gpu_peak_memory_mb", 0, LOAD_MAX_MB, 0);
+    gpu->util_sum = util * sec;
+    gpu->mem_sum_mb = avg_mb * sec;
+    gpu->peak_mem_mb = peak_mb;
 }
 
 /* The time figures shared by lines and functions. */
@@ -204,12 +217,12 @@ typedef struct load_times {
     uint64_t samples;
 } load_times_t;
 
-static load_times_t load_times(load_t *ld, const cJSON *entry)
+static load_times_t load_times(load_t *ld, const cJSON *entry, double max_percent)
 {
     load_times_t t;
-    t.python_ns = load_share_ns(ld, entry, "n_cpu_percent_python");
-    t.native_ns = load_share_ns(ld, entry, "n_cpu_percent_c");
-    t.system_ns = load_share_ns(ld, entry, "n_sys_percent");
+    t.python_ns = load_share_ns(ld, entry, "n_cpu_percent_python", max_percent);
+    t.native_ns = load_share_ns(ld, entry, "n_cpu_percent_c", max_percent);
+    t.system_ns = load_share_ns(ld, entry, "n_sys_percent", max_percent);
     t.samples = (uint64_t)load_whole(ld, entry, "n_samples", 0, LOAD_MAX_COUNT);
     return t;
 }
@@ -226,7 +239,7 @@ static bool load_lines(load_t *ld, const char *path, const cJSON *file)
         double lineno = 0;
         if (!load_whole_of(ld, load_item(entry, "lineno"), "lineno", 0, INT32_MAX, &lineno))
             return false;
-        load_times_t t = load_times(ld, entry);
+        load_times_t t = load_times(ld, entry, LOAD_MAX_PERCENT);
         sonde_line_stats_t *line = sonde_profile_line_only(ld->prof, path, (int)lineno);
         if (!line) return load_oom(ld);
         line->python_ns += t.python_ns;
@@ -257,7 +270,7 @@ static bool load_functions(load_t *ld, const char *path, const cJSON *file)
         if (!load_whole_of(ld, load_item(entry, "lineno"), "lineno", 0, INT32_MAX, &lineno))
             return false;
         const char *name = load_string(ld, entry, "line");
-        load_times_t t = load_times(ld, entry);
+        load_times_t t = load_times(ld, entry, DBL_MAX);
         if (ld->failed) return false;
         sonde_func_stats_t *func = sonde_profile_func_entry(ld->prof, path, name, (int)lineno);
         if (!func) return load_oom(ld);
@@ -500,8 +513,13 @@ static bool load_run(load_t *ld, const cJSON *root)
     ld->profiled_sec = load_number(ld, root, "profiled_time_sec", 0, LOAD_MAX_SEC, 0);
     double outside = load_number(ld, root, "unattributed_percent", 0, LOAD_MAX_PERCENT, 0);
     /* outside % of (profiled + unattributed) */
-    if (outside > 0 && outside < 100)
-        prof->unattributed_ns = load_ns(ld->profiled_sec * outside / (100.0 - outside));
+    if (outside > 0 && outside < 100) {
+        double outside_sec = ld->profiled_sec * outside / (100.0 - outside);
+        if (!(outside_sec <= LOAD_MAX_SEC * LOAD_SLACK))
+            return load_fail(ld, "\"unattributed_percent\" stands for more than %g s",
+                             LOAD_MAX_SEC);
+        prof->unattributed_ns = load_ns(outside_sec);
+    }
 
     snprintf(ld->where, sizeof ld->where, "partial");
     const cJSON *partial = load_container(ld, root, "partial", cJSON_Object);
@@ -566,8 +584,14 @@ int sonde_profile_load_json(sonde_profile_t *prof, const char *text, size_t len,
         load_fail(&ld, "it is not valid JSON");
     else if (!cJSON_IsObject(root))
         load_fail(&ld, "the JSON document is not an object");
-    else if (load_run(&ld, root) && load_processes(&ld, root) && load_files(&ld, root))
-        load_stacks(&ld, root);
+    else if (load_run(&ld, root) && load_processes(&ld, root) && load_files(&ld, root) &&
+             load_stacks(&ld, root)) {
+        /* what it holds must be a profile's again: its lines' time in bounds */
+        sonde_profile_sum(prof);
+        ld.where[0] = 0;
+        if (!((double)prof->total_ns <= LOAD_MAX_SEC * LOAD_SLACK * SONDE_NS_PER_SEC))
+            load_fail(&ld, "its lines add up to more than %g s", LOAD_MAX_SEC);
+    }
     cJSON_Delete(root);
     free(copy);
     if (ld.failed) {

@@ -355,6 +355,27 @@ static void text_partial(text_ctx_t *ctx)
     text_end_line(ctx);
 }
 
+/* The processes of a merged profile: one row each (only with more than
+ * one; time shares elsewhere are of all of them together). */
+static void text_processes(text_ctx_t *ctx)
+{
+    const sonde_profile_t *prof = ctx->prof;
+    sonde__tline_t *tl = &ctx->tl;
+    text_end_line(ctx);
+    sonde__tline_sgr(tl, TEXT_SGR_DIM);
+    sonde__tline_text(tl, "    PID    PPID    CPU s   wall s  peak MB  command");
+    sonde__tline_sgr(tl, NULL);
+    text_end_line(ctx);
+    for (size_t i = 0; i < prof->n_processes; i++) {
+        const sonde_process_t *p = &prof->processes[i];
+        sonde__tline_printf(tl, "%7d %7d %8.3f %8.3f %8.1f  ", p->pid, p->ppid, p->cpu_sec,
+                            p->wall_sec, p->peak_mb);
+        sonde__tline_text(tl, p->cmdline ? p->cmdline : "");
+        if (!p->complete) sonde__tline_text(tl, " (part of its run)");
+        text_end_line(ctx);
+    }
+}
+
 static void text_header(text_ctx_t *ctx)
 {
     const sonde_profile_t *prof = ctx->prof;
@@ -401,9 +422,15 @@ static void text_header(text_ctx_t *ctx)
             text_end_line(ctx);
         }
     }
+    if (prof->n_processes > 1) {
+        sonde__tline_printf(tl, "%zu processes profiled; shares are of all their time together",
+                            prof->n_processes);
+        text_end_line(ctx);
+    }
     if (sonde_partial_any(&prof->partial)) text_partial(ctx);
     if (prof->has_memory) text_memory_header(ctx);
     if (prof->has_gpu) text_gpu_header(ctx);
+    if (prof->n_processes > 1) text_processes(ctx);
 }
 
 /* ---- one file ----------------------------------------------------------- */

@@ -7,7 +7,7 @@
  *
  *     node tests/browser/html_report.test.js CASE.json
  *
- * CASE.json: {"case": "report" | "memory" | "flame" | "injection" |
+ * CASE.json: {"case": "report" | "memory" | "flame" | "injection" | "processes" |
  * "parity", "html": page, "json": the profile it embeds, "screenshot":
  * where to save a PNG, "text" / "text_all": the terminal reports of the
  * same profile (parity), "expect": figures the case checks}.
@@ -662,6 +662,26 @@ async function caseRealMemory(chromium, c, data) {
   await closePage(p, 'real memory', c.screenshot);
 }
 
+/* A merged profile (sonde merge): the header counts the processes and the
+ * process table has one row per entry of "processes", pid and command
+ * line as the JSON has them. */
+async function caseProcesses(chromium, c, data) {
+  const p = await openPage(chromium, c.html);
+  const page = p.page;
+  const runLine = await page.$eval('header .run-line', function (e) { return e.textContent; });
+  check(runLine.indexOf(data.processes.length + ' processes profiled') >= 0, 'processes: the header counts them', runLine);
+  const rows = await page.$$eval('.processes table tbody tr', function (trs) {
+    return trs.map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.textContent; }); });
+  });
+  check(rows.length === data.processes.length, 'processes: one row per process', rows.length + ' rows');
+  data.processes.forEach(function (proc, i) {
+    const row = rows[i] || [];
+    check(row[0] === String(proc.pid) && row[1] === String(proc.ppid) && (row[5] || '').indexOf(proc.cmdline) === 0,
+      'processes: row ' + i + ' shows pid, ppid and command line', JSON.stringify(row));
+  });
+  await closePage(p, 'processes', c.screenshot);
+}
+
 /* A profile with odd but valid JSON: the viewer renders what it can and
  * throws nothing. */
 async function caseRobust(chromium, c, data) {
@@ -699,7 +719,7 @@ async function main() {
     console.log('BROWSER-UNAVAILABLE: ' + CHROMIUM + ' not found (apt-get install chromium)');
     process.exit(3);
   }
-  const cases = { report: caseReport, memory: caseMemory, flame: caseFlame, injection: caseInjection, parity: caseParity, large: caseLarge, robust: caseRobust, realmemory: caseRealMemory };
+  const cases = { report: caseReport, memory: caseMemory, flame: caseFlame, injection: caseInjection, parity: caseParity, large: caseLarge, robust: caseRobust, realmemory: caseRealMemory, processes: caseProcesses };
   try {
     await cases[c.case](chromium, c, data);
   } catch (err) {

@@ -541,6 +541,7 @@ def test_odd_profile_renders(env):
     doc = {
         "program": 42, "args": "not a list", "elapsed_time_sec": "1", "n_samples": None,
         "cpu_percent_python": "50", "samples": [[0, "x"], "y", [1]], "memory": True,
+        "processes": [None, {"pid": "x", "cmdline": 5, "complete": "no"}, 7, {}],
         "files": {
             "odd.py": {"percent_cpu_time": "high", "source": "not a list",
                        "lines": [{"lineno": -5, "n_cpu_percent_python": 50},
@@ -560,6 +561,25 @@ def test_odd_profile_renders(env):
     json_path = _write_json(env, "odd.json", doc)
     html = _view(env, json_path, os.path.join(env.tmp, "odd.html"))
     return _drive(env, "robust", html, json_path, {"sections": 3, "file": "odd.py"}, shot="odd")
+
+
+def test_merged_processes(env):
+    """`sonde merge` of two profiles, viewed: the header says two processes
+    were profiled and the process table lists both (pid, ppid, command
+    line), as the merged JSON has them."""
+    inputs = []
+    for i, (pid, cmd) in enumerate(((4242, "python3 main.py"), (4250, "python3 -c 'x <b>'"))):
+        doc = _stacks_profile()
+        doc["processes"] = [{"pid": pid, "ppid": 4240, "cmdline": cmd, "cpu_sec": 1.5 + i,
+                             "wall_sec": 2.0, "peak_mb": 20.5, "complete": i == 0}]
+        inputs.append(_write_json(env, "proc%d.json" % i, doc))
+    json_path = os.path.join(env.tmp, "merged.json")
+    proc = env.run_sonde(["merge"] + inputs + ["-o", json_path])
+    check(proc.returncode == 0, "sonde merge: %s" % proc.stderr)
+    with open(json_path, encoding="utf-8") as f:
+        check(len(json.load(f)["processes"]) == 2, "merged profile without two processes")
+    html = _view(env, json_path, os.path.join(_out_dir(env), "processes.html"))
+    return _drive(env, "processes", html, json_path)
 
 
 def test_view_mutated_inputs(env):

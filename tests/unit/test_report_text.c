@@ -737,6 +737,33 @@ static void test_enomem(const sonde_profile_t *prof)
 #endif
 }
 
+/* The processes of a merged profile: counted in the header and listed one
+ * row each; a profile of one process shows neither. */
+static void test_processes(void)
+{
+    sonde_profile_t prof;
+    sonde_profile_init(&prof);
+    sonde_profile_add(&prof, "/nowhere/app.py", "f", 1, 2, 30000000, 0, 0, 3);
+    sonde_process_t first = {4242, 4240, "python3 app.py", 1.25, 2.5, 21.5, true};
+    sonde_profile_add_process(&prof, &first);
+    sonde_profile_finish(&prof);
+    char *text = render(&prof, 100, 1.0, false, false);
+    check(!strstr(text, "processes profiled") && !strstr(text, "4242"), "text_one_process_no_table",
+          "got: %s", text);
+    free(text);
+    sonde_process_t second = {4250, 4242, "python3 -c work", 0.5, 1.0, 12.0, false};
+    sonde_profile_add_process(&prof, &second);
+    text = render(&prof, 100, 1.0, false, false);
+    check(strstr(text, "2 processes profiled") != NULL, "text_processes_counted", "got: %s", text);
+    check(strstr(text, "   4242    4240    1.250    2.500     21.5  python3 app.py\n") &&
+              strstr(text,
+                     "   4250    4242    0.500    1.000     12.0  python3 -c work (part of its "
+                     "run)\n"),
+          "text_process_rows", "got: %s", text);
+    free(text);
+    sonde_profile_free(&prof);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -759,6 +786,7 @@ int main(int argc, char **argv)
     test_all_lines(dir, &prof);
     test_relative_golden(dir);
     test_empty();
+    test_processes();
     test_spread_and_odd_lines();
     test_random_inputs(dir);
     test_enomem(&prof);
