@@ -174,10 +174,11 @@ static PyObject *exec_env_dict(PyObject *env)
     if (!dict) return NULL;
     if (env == Py_None) {
         PyObject *os = PyImport_ImportModule("os");
-        PyObject *environ = os ? PyObject_GetAttrString(os, "environ") : NULL;
+        PyObject *os_env = os ? PyObject_GetAttrString(os, "environ") : NULL;
         Py_XDECREF(os);
-        if (!environ || PyDict_Merge(dict, environ, 1) < 0) goto fail;
-        Py_DECREF(environ);
+        int rc = os_env ? PyDict_Merge(dict, os_env, 1) : -1;
+        Py_XDECREF(os_env);
+        if (rc < 0) goto fail;
         return dict;
     }
     PyObject *seq = PySequence_Fast(env, "");
