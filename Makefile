@@ -101,11 +101,12 @@ CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
 LDLIBS   := -lpthread -lm -ldl
 
 # Parts of the report writers only the command links: `sonde view` checks
-# JSON files with cJSON (Debian's libcjson-dev), which the extension and the
-# core never load.
+# JSON files with cJSON (Debian's libcjson-dev), and `sonde attach --period
+# --upload` posts profiles with libcurl (libcurl4-openssl-dev), which the
+# extension, the shim and the core never load.
 CMD_ONLY_SRCS := src/report/html_json.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
-CMD_LDLIBS    := -lcjson
+CMD_LDLIBS    := -lcjson -lcurl
 # The tracer's writers (pstats file and cProfile's text) use no Python API:
 # they are built with the core, without Python's headers, so unit tests
 # link them.
@@ -118,7 +119,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # dispatcher and the attach reader. The extension links neither;
 # `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
 # checks the module's symbols).
-CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c))
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/fleet/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))

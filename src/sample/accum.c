@@ -51,6 +51,15 @@ void sonde_accum_free(sonde_accum_t *acc)
     memset(acc, 0, sizeof *acc);
 }
 
+void sonde_accum_clear(sonde_accum_t *acc)
+{
+    if (acc->lines) memset(acc->lines, 0, acc->lines_cap * sizeof *acc->lines);
+    if (acc->stacks) memset(acc->stacks, 0, acc->stacks_cap * sizeof *acc->stacks);
+    acc->lines_used = acc->stacks_used = acc->pool_len = 0;
+    acc->unattributed_ns = 0;
+    memset(&acc->partial, 0, sizeof acc->partial);
+}
+
 /* ---- lines -------------------------------------------------------------------- */
 
 sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key)

@@ -352,6 +352,11 @@ typedef struct sonde_accum {
 
 void sonde_accum_init(sonde_accum_t *acc);
 void sonde_accum_free(sonde_accum_t *acc);
+/* Empties acc for the next period of a continuous profile (`sonde attach
+ * --period`): no lines, stacks, unattributed time or partial counts, but
+ * the tables keep their memory and the thread slots their tids, so a long
+ * run reuses what its busiest period needed. */
+void sonde_accum_clear(sonde_accum_t *acc);
 /* The line's accumulator (key non-zero), created zeroed if needed; NULL
  * when memory runs out. Valid until the next call. */
 sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
