@@ -250,8 +250,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 $(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 
 # Unit tests of the command's pure parts (its option parsers) link the
-# command's objects too.
-CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options
+# command's objects too (test_fleet: the fleet module, with libcurl).
+CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options $(BUILD)/tests/test_fleet
 CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)
 $(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
