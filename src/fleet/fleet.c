@@ -94,11 +94,16 @@ static int fleet_send_one_unlocked(sonde_fleet_t *f, sonde_buf_t *body, bool *do
     pthread_mutex_unlock(&f->lock);
 
     rc = sonde_spool_read(&f->spool, &e, body);
-    if (rc == 0)
+    if (rc == 0) {
         rc = sonde_upload_post(f->up, body->data, body->len, e.from_ms / 1000, e.until_ms / 1000,
                                &status, why, sizeof why);
-    else if (rc != -ENOENT)
+        if (rc == -ENOMEM) {
+            snprintf(why, sizeof why, "out of memory");
+            rc = -EAGAIN; /* the period waits on disk */
+        }
+    } else if (rc != -ENOENT) { /* ENOENT: trimmed away meanwhile */
         snprintf(why, sizeof why, "cannot read %s/%s: %s", f->spool.dir, e.name, strerror(-rc));
+    }
     if (rc != -EAGAIN) sonde_spool_remove(&f->spool, &e);
     if (rc == 0 && *down)
         fleet_log(f, "upload: %s answers again; sending the backlog", f->opts.upload.url);
