@@ -378,3 +378,22 @@ def test_fleet_many_periods_flat_rss(env):
     check(m and int(m.group(1)) == n, "summary %r, %d received" % (m and m.group(0), n))
     check("0 waiting" in err and "0 dropped" in err, "summary: %s" % err)
     check(not receiver.errors, "payloads that did not decode: %r" % receiver.errors[:3])
+
+
+def _needed(path):
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def test_fleet_libcurl_in_command_only(env):
+    """libcurl is linked into the sonde command, never into what is loaded
+    into the profiled process (the extension modules, the allocator shim)."""
+    check(any(n.startswith("libcurl") for n in _needed(env.sonde)),
+          "sonde does not link libcurl: %r" % _needed(env.sonde))
+    pkg = os.path.join(env.lib, "sonde")
+    libs = [os.path.join(pkg, n) for n in os.listdir(pkg) if n.endswith(".so")]
+    check(any("shim" in p for p in libs) and any("_sonde" in p for p in libs),
+          "extension or shim missing: %r" % libs)
+    for path in libs:
+        check(not any(n.startswith("libcurl") for n in _needed(path)),
+              "%s links libcurl: %r" % (path, _needed(path)))
