@@ -145,7 +145,16 @@ int sonde_attach_cli_periods(sonde_attach_t *a, const sonde_attach_args_t *args,
 done:
     if (fleet) {
         double drain = 2 * p->upload_timeout;
-        sonde_fleet_stop(fleet, drain < PERIOD_DRAIN_MAX_SEC ? drain : PERIOD_DRAIN_MAX_SEC,
+        sonde_fleet_stats_t now;
+        sonde_fleet_get_stats(fleet, &now);
+        if (now.backlog)
+            fprintf(stderr,
+                    "sonde: sending the %u period%s waiting (up to %.0f s; Ctrl-C again to "
+                    "leave them in the spool directory)\n",
+                    now.backlog, now.backlog == 1 ? "" : "s",
+                    drain < PERIOD_DRAIN_MAX_SEC ? drain : PERIOD_DRAIN_MAX_SEC);
+        if (stop) *stop = 0; /* a second signal cancels the drain */
+        sonde_fleet_stop(fleet, drain < PERIOD_DRAIN_MAX_SEC ? drain : PERIOD_DRAIN_MAX_SEC, stop,
                          &stats);
         fprintf(stderr, "sonde: %llu period%s of pid %d", (unsigned long long)stats.periods,
                 stats.periods == 1 ? "" : "s", (int)args->pid);

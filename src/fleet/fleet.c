@@ -31,6 +31,7 @@
 #define FLEET_BACKOFF_MIN_NS (250 * 1000 * 1000ull)
 #define FLEET_BACKOFF_MAX_NS (60 * SONDE_NS_PER_SEC) /* when opts say nothing */
 #define FLEET_NS_PER_MS 1000000ull
+#define FLEET_CANCEL_POLL_NS (50 * 1000 * 1000ull) /* stop: how often cancel is read */
 
 struct sonde_fleet {
     sonde_fleet_opts_t opts; /* strings borrowed from the caller until stop */
@@ -44,6 +45,7 @@ struct sonde_fleet {
     pthread_mutex_t lock;
     pthread_cond_t wake;       /* a new period, or stop (with lock) */
     bool stopping;             /* protected by lock */
+    bool thread_done;          /* protected by lock; the thread's loop ended */
     sonde_ns_t drain_deadline; /* protected by lock; monotonic */
     char in_flight[96];        /* protected by lock; the file being sent ("" none) */
     sonde_fleet_stats_t stats; /* protected by lock */
@@ -148,6 +150,8 @@ static void *fleet_thread(void *arg)
             fleet_wait_unlocked(f, until);
         backoff = backoff * 2 < f->backoff_max_ns ? backoff * 2 : f->backoff_max_ns;
     }
+    f->thread_done = true;
+    pthread_cond_broadcast(&f->wake);
     pthread_mutex_unlock(&f->lock);
     sonde_buf_free(&body);
     return NULL;
@@ -307,14 +311,24 @@ void sonde_fleet_get_stats(sonde_fleet_t *f, sonde_fleet_stats_t *stats)
     pthread_mutex_unlock(&f->lock);
 }
 
-void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, sonde_fleet_stats_t *final_stats)
+void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, volatile sig_atomic_t *cancel,
+                      sonde_fleet_stats_t *final_stats)
 {
     if (!f) return;
     if (f->thread_started) {
         pthread_mutex_lock(&f->lock);
         f->stopping = true;
         f->drain_deadline = sonde_prim_monotonic_ns() + (sonde_ns_t)(drain_sec * 1e9);
-        pthread_cond_signal(&f->wake);
+        pthread_cond_broadcast(&f->wake);
+        /* Wait for the thread, looking at cancel now and then (a signal
+         * handler sets it; it cannot wake a condition variable). */
+        while (!f->thread_done) {
+            if (cancel && *cancel) {
+                f->drain_deadline = 0; /* ends after the request under way */
+                pthread_cond_broadcast(&f->wake);
+            }
+            fleet_wait_unlocked(f, sonde_prim_monotonic_ns() + FLEET_CANCEL_POLL_NS);
+        }
         pthread_mutex_unlock(&f->lock);
         pthread_join(f->thread, NULL);
     }

@@ -29,6 +29,7 @@
 #include "../core/buf.h"
 #include "../core/common.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 #define SONDE_FLEET_MAX_TAGS 32                     /* --tag k=v given at most */
@@ -160,9 +161,12 @@ int sonde_fleet_start(const sonde_fleet_opts_t *opts, sonde_fleet_t **out, char 
 int sonde_fleet_submit(sonde_fleet_t *f, const void *data, size_t len, uint64_t from_ns,
                        uint64_t until_ns);
 void sonde_fleet_get_stats(sonde_fleet_t *f, sonde_fleet_stats_t *stats);
-/* Sends what is left (at once, no backoff) for at most drain_sec, then
- * stops the thread and frees f. Periods still unsent stay in spool_dir.
- * NULL is a no-op. */
-void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, sonde_fleet_stats_t *final_stats);
+/* Sends what is left (at once, no backoff) for at most drain_sec (plus
+ * the request under way), or until *cancel becomes non-zero (cancel may
+ * be NULL; a second Ctrl-C), then stops the thread and frees f. Periods
+ * still unsent stay in spool_dir. final_stats (may be NULL) gets the last
+ * figures. NULL f is a no-op. */
+void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, volatile sig_atomic_t *cancel,
+                      sonde_fleet_stats_t *final_stats);
 
 #endif

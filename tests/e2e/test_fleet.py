@@ -397,3 +397,30 @@ def test_fleet_libcurl_in_command_only(env):
     for path in libs:
         check(not any(n.startswith("libcurl") for n in _needed(path)),
               "%s links libcurl: %r" % (path, _needed(path)))
+
+
+def test_fleet_second_signal_leaves_backlog(env):
+    """SIGTERM while the backend hangs: sonde starts sending the backlog
+    (for up to twice --upload-timeout); a second SIGTERM ends it after the
+    request under way, leaving the periods in --spool-dir for a later run."""
+    receiver = Receiver(behave=lambda n: ("hang", 20)).start()
+    spool = os.path.join(env.tmp, "spool_cancel")
+    try:
+        with Target(env, program("hot.py"), [30]) as target:
+            proc = start_attach(env, target.pid, [
+                "--period", "0.5", "--upload", "http://127.0.0.1:%d" % receiver.port,
+                "--upload-timeout", "3", "--spool-dir", spool])
+            time.sleep(1.7)
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            err = finish(proc, timeout=30)
+            after = time.monotonic() - t0
+    finally:
+        receiver.stop()
+    check("sending the" in err and "Ctrl-C again" in err, "no drain line: %s" % err)
+    check(after < 4.5, "sonde took %.1f s after the second SIGTERM (the drain is 6 s)" % after)
+    left = [n for n in os.listdir(spool) if NAME_RE.match(n)]
+    check(len(left) >= 3, "the backlog was not kept: %r" % os.listdir(spool))
+    check(re.search(r"0 uploaded, %d waiting" % len(left), err), "summary: %s" % err)
