@@ -126,6 +126,7 @@ int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format
     /* The terminal decides colour and width only when the output goes to
      * it; a file gets the defaults. */
     sonde_report_ctx_init(&ctx, outfile ? -1 : fd);
+    ctx.pprof.compress = sonde_cli_gzip;
     if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
         sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
         if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;
