@@ -101,16 +101,19 @@ CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
 LDLIBS   := -lpthread -lm -ldl
 
 # Parts of the report writers only the command links: `sonde view` checks
-# JSON files with cJSON (Debian's libcjson-dev), and `sonde attach --period
-# --upload` posts profiles with libcurl (libcurl4-openssl-dev), which the
-# extension, the shim and the core never load.
+# JSON files with cJSON (Debian's libcjson-dev), which the extension and the
+# core never load; the command gzips pprof with zlib (zlib1g-dev,
+# src/cli/gzip.c), which the extension never links (it calls the
+# interpreter's own zlib module, src/ext/gzip.c); `sonde attach --period
+# --upload` posts profiles with libcurl (libcurl4-openssl-dev, src/fleet/),
+# which the extension, the shim and the core never load.
 CMD_ONLY_SRCS := src/report/html_json.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
-CMD_LDLIBS    := -lcjson -lcurl
+CMD_LDLIBS    := -lcjson -lz -lcurl
 # The tracer's writers (pstats file and cProfile's text) use no Python API:
 # they are built with the core, without Python's headers, so unit tests
 # link them.
-TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c
+TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c src/trace/pstats_model.c
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
                  src/pyread/*.c src/sample/*.c src/model/*.c src/report/*.c src/launch/*.c)) $(TRACE_PURE_SRCS))

@@ -136,5 +136,6 @@ int sonde_attach_to_profile(const sonde_attach_t *a, const char *program, int ar
     prof->elapsed_sec = start ? (double)(end - start) / 1e9 : 0;
     prof->interval_sec = 1.0 / a->opts.rate_hz;
     prof->virtual_time = false;
+    prof->pid = !several && a->n_targets ? (int)a->targets[0]->pid : 0;
     return 0;
 }

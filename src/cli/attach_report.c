@@ -114,9 +114,11 @@ void sonde_attach_cli_progress_end(void)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* Fills ctx's viewer directory (for html) into viewer. */
-static void report_viewer(sonde_report_ctx_t *ctx, sonde_buf_t *viewer)
+/* Fills what ctx needs beside the defaults: the viewer directory (html;
+ * its path is kept in viewer) and the command's gzip (pprof). */
+static void report_ctx_fill(sonde_report_ctx_t *ctx, sonde_buf_t *viewer)
 {
+    ctx->pprof.compress = sonde_cli_gzip;
     char pkg_dir[4096];
     if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
         sonde_buf_printf(viewer, "%s/viewer", pkg_dir);
@@ -140,7 +142,7 @@ int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *forma
     sonde_buf_t viewer = SONDE_BUF_INIT;
     sonde_profile_init(&prof);
     sonde_report_ctx_init(&ctx, -1);
-    report_viewer(&ctx, &viewer);
+    report_ctx_fill(&ctx, &viewer);
     int rc = report_build(a, &prof);
     if (rc == 0) rc = format->write(&prof, &ctx, out);
     if (rc == 0) rc = sonde_buf_error(out);
@@ -160,7 +162,7 @@ int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format
     /* The terminal decides colour and width only when the output goes to
      * it; a file gets the defaults. */
     sonde_report_ctx_init(&ctx, outfile ? -1 : fd);
-    report_viewer(&ctx, &viewer);
+    report_ctx_fill(&ctx, &viewer);
     int rc = report_build(a, &prof);
     if (rc == 0) {
         fflush(stdout);

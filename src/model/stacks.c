@@ -1,7 +1,7 @@
 /* stacks.c — call stacks in the profile model (flame graphs).
  *
- * Owns: interned frames, unique stacks with their weights, thread names:
- * sonde_profile_add_stack and sonde_profile_thread. Producers are the
+ * Owns: interned frames, unique stacks with their weights, thread names and
+ * ids: sonde_profile_add_stack, sonde_profile_thread, sonde_profile_thread_ids. Producers are the
  * attach reader and `sonde run --stacks`; the folded, SVG, speedscope and
  * HTML writers read prof->stacks / prof->frames. Frames and stacks are
  * found through one open-addressed index (hash of the frame's strings and
@@ -200,9 +200,19 @@ int sonde_profile_thread(sonde_profile_t *prof, const char *name)
     char **names = realloc(prof->thread_names, (prof->n_threads + 1) * sizeof *names);
     if (!names) return -ENOMEM;
     prof->thread_names = names;
+    sonde_thread_ids_t *ids = realloc(prof->thread_ids, (prof->n_threads + 1) * sizeof *ids);
+    if (!ids) return -ENOMEM;
+    prof->thread_ids = ids;
+    ids[prof->n_threads] = (sonde_thread_ids_t){0, 0};
     names[prof->n_threads] = strdup(name ? name : "");
     if (!names[prof->n_threads]) return -ENOMEM;
     return (int)prof->n_threads++;
+}
+
+void sonde_profile_thread_ids(sonde_profile_t *prof, int index, int pid, int tid)
+{
+    if (index < 0 || (size_t)index >= prof->n_threads) return;
+    prof->thread_ids[index] = (sonde_thread_ids_t){pid, tid};
 }
 
 void sonde__stacks_free(sonde_profile_t *prof)
@@ -220,6 +230,8 @@ void sonde__stacks_free(sonde_profile_t *prof)
     for (size_t i = 0; i < prof->n_threads; i++)
         free(prof->thread_names[i]);
     free(prof->thread_names);
+    free(prof->thread_ids);
+    prof->thread_ids = NULL;
     prof->frames = NULL;
     prof->stacks = NULL;
     prof->stack_index = NULL;

@@ -103,6 +103,7 @@ static int convert_threads(const sonde_accum_t *acc, const sonde_accum_convert_t
             snprintf(name + at, sizeof name - (size_t)at, "thread (unknown id)");
         int index = sonde_profile_thread(prof, name);
         if (index < 0) return index;
+        sonde_profile_thread_ids(prof, index, (int)how->main_tid, tid > 0 ? (int)tid : 0);
         indices[s] = index;
     }
     return 0;

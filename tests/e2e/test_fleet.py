@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,7 +183,8 @@ class Receiver:
         check("profile" in parts, "no profile part: %r" % list(parts))
         decoded = decode_payload(q["format"], parts["profile"])
         with self.lock:
-            self.accepted.append((int(q["from"]), int(q["until"]), q, decoded, headers))
+            self.accepted.append((int(q["from"]), int(q["until"]), q, decoded, headers,
+                                  parts["profile"]))
 
     def stop(self):
         if self.server:
@@ -245,6 +247,30 @@ def check_every_period_once(receiver, directory):
     check(all(a[3]["total"] >= 0 for a in receiver.accepted), "negative totals")
 
 
+def check_with_go_pprof(env, accepted):
+    """Every payload read by the real tool (`go tool pprof -raw`, when Go is
+    installed): the sample counts agree with the parser above, and hot()
+    is in the locations of those with samples."""
+    go = shutil.which("go")
+    if not go:
+        return
+    path = os.path.join(env.tmp, "payload.pb.gz")
+    for a in accepted:
+        with open(path, "wb") as f:
+            f.write(a[5])
+        proc = subprocess.run([go, "tool", "pprof", "-raw", path], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, HOME=env.tmp))
+        check(proc.returncode == 0, "go tool pprof -raw: %s" % proc.stderr[-500:])
+        body = proc.stdout.split("Samples:", 1)[1].split("Locations", 1)[0]
+        counts = [int(line.split()[0]) for line in body.splitlines()
+                  if re.match(r"^\s+\d+\s+\d+:", line)]
+        check(sum(counts) == a[3]["total"], "go tool pprof reads %d samples, the parser %d"
+              % (sum(counts), a[3]["total"]))
+        if counts:
+            check(re.search(r" hot \S+hot\.py:\d+", proc.stdout), "hot() not in: %s"
+                  % proc.stdout[:800])
+
+
 # ---- tests -----------------------------------------------------------------------------
 
 def test_fleet_receiver_down_then_up(env):
@@ -278,7 +304,10 @@ def test_fleet_receiver_down_then_up(env):
     check(first[2]["sampleRate"] == "100", "sampleRate %r" % first[2]["sampleRate"])
     check(first[4].get("Authorization") == "Bearer t0k" and first[4].get("X-Scope-OrgID") == "team",
           "headers: %r" % first[4])
+    check(all(a[2]["format"] == "pprof" for a in receiver.accepted),
+          "formats: %r" % sorted(set(a[2]["format"] for a in receiver.accepted)))
     check(sum(a[3]["total"] for a in receiver.accepted) > 0, "no samples in any profile")
+    check_with_go_pprof(env, receiver.accepted)
     check(os.listdir(spool) == [], "backlog left: %r" % os.listdir(spool))
     check(" 0 dropped" in err, "summary: %s" % err)
 

@@ -97,7 +97,7 @@ static void test_attach_errors(void)
         {"aopts_err_format",
          {"-f", "png", "1"},
          "unknown format 'png' (text, json, html, "
-         "folded, svg, speedscope)",
+         "folded, svg, speedscope, pprof)",
          3},
         {"aopts_err_ending",
          {"-o", "out.prof", "1"},
