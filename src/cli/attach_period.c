@@ -32,12 +32,13 @@ static uint64_t period_unix_ns(void)
     return (uint64_t)ts.tv_sec * SONDE_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* The fleet's log: one line on stderr. */
+/* The fleet's log: one line on stderr. Called from the upload thread too,
+ * so it keeps no state: on a terminal it clears the progress line, which
+ * the next progress call writes again. */
 static void period_log(void *arg, const char *message)
 {
     (void)arg;
-    sonde_attach_cli_progress_end();
-    fprintf(stderr, "sonde: %s\n", message);
+    fprintf(stderr, "%ssonde: %s\n", isatty(2) ? "\r\033[K" : "", message);
 }
 
 /* The header lines into headers (file, else the environment). Returns 0,
@@ -137,6 +138,8 @@ int sonde_attach_cli_periods(sonde_attach_t *a, const sonde_attach_args_t *args,
         if (!a->period_reached) break; /* stopped, duration, the process ended */
     }
     sonde_attach_cli_progress_end();
+    if (a->all_exited)
+        fprintf(stderr, "sonde: pid %d exited; its last period is kept\n", (int)args->pid);
     if (rc < 0) {
         sonde_cli_error("sampling failed: %s", strerror(-rc));
         goto done;

@@ -203,7 +203,7 @@ int sonde_fleet_start(const sonde_fleet_opts_t *opts, sonde_fleet_t **out, char 
                                                   : FLEET_BACKOFF_MAX_NS;
     if (f->backoff_max_ns < FLEET_BACKOFF_MIN_NS) f->backoff_max_ns = FLEET_BACKOFF_MIN_NS;
     if (opts->period_dir) {
-        rc = sonde_spool_init(&f->dir, opts->period_dir, opts->extension, opts->keep, 0);
+        rc = sonde_spool_init(&f->dir, opts->period_dir, opts->extension, opts->keep, 0, 0777);
         if (rc < 0) {
             sonde_errf(err, err_len, "cannot use %s for --period-dir: %s", opts->period_dir,
                        strerror(-rc));
@@ -221,8 +221,9 @@ int sonde_fleet_start(const sonde_fleet_opts_t *opts, sonde_fleet_t **out, char 
             goto error;
         }
         curl_ready = true;
+        /* the backlog is sonde's own: private to its user */
         rc = sonde_spool_init(&f->spool, opts->spool_dir, opts->extension, opts->spool_max_files,
-                              opts->spool_max_bytes);
+                              opts->spool_max_bytes, 0700);
         if (rc < 0) {
             sonde_errf(err, err_len, "cannot use %s for the upload backlog (--spool-dir): %s",
                        opts->spool_dir, strerror(-rc));

@@ -56,10 +56,10 @@ typedef struct sonde_spool_entry {
     uint64_t bytes;
 } sonde_spool_entry_t;
 
-/* Fills spool and creates dir (and its parents) if missing. Returns 0 or
- * -errno (-ENAMETOOLONG, or mkdir's). */
+/* Fills spool and creates dir (and its parents) if missing, with mode
+ * (less the umask). Returns 0 or -errno (-ENAMETOOLONG, or mkdir's). */
 int sonde_spool_init(sonde_spool_t *spool, const char *dir, const char *ext, unsigned max_files,
-                     uint64_t max_bytes);
+                     uint64_t max_bytes, unsigned mode);
 /* Writes one period's bytes atomically as its file. Returns 0 or -errno. */
 int sonde_spool_write(const sonde_spool_t *spool, uint64_t from_ms, uint64_t until_ms,
                       const void *data, size_t len);

@@ -61,7 +61,7 @@ static int spool_path(const sonde_spool_t *spool, const char *name, char *buf, s
 /* ---- the directory ------------------------------------------------------------------- */
 
 /* mkdir -p dir. Returns 0 or -errno. */
-static int spool_mkdirs(const char *dir)
+static int spool_mkdirs(const char *dir, unsigned mode)
 {
     char path[4096];
     size_t n = strlen(dir);
@@ -71,7 +71,7 @@ static int spool_mkdirs(const char *dir)
         if (path[i] != '/' && path[i] != 0) continue;
         char saved = path[i];
         path[i] = 0;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) return -errno;
+        if (mkdir(path, (mode_t)mode) != 0 && errno != EEXIST) return -errno;
         path[i] = saved;
     }
     struct stat st;
@@ -80,7 +80,7 @@ static int spool_mkdirs(const char *dir)
 }
 
 int sonde_spool_init(sonde_spool_t *spool, const char *dir, const char *ext, unsigned max_files,
-                     uint64_t max_bytes)
+                     uint64_t max_bytes, unsigned mode)
 {
     memset(spool, 0, sizeof *spool);
     size_t n = strlen(dir);
@@ -92,7 +92,7 @@ int sonde_spool_init(sonde_spool_t *spool, const char *dir, const char *ext, uns
     strcpy(spool->ext, ext);
     spool->max_files = max_files;
     spool->max_bytes = max_bytes;
-    return spool_mkdirs(spool->dir);
+    return spool_mkdirs(spool->dir, mode);
 }
 
 int sonde_spool_write(const sonde_spool_t *spool, uint64_t from_ms, uint64_t until_ms,

@@ -30,9 +30,12 @@ static void test_spool(void)
     char *sub = check_path(dir, "a/b/");
     sonde_spool_t s;
     sonde_spool_entry_t e;
-    int rc = sonde_spool_init(&s, sub, ".json", 3, 25);
+    int rc = sonde_spool_init(&s, sub, ".json", 3, 25, 0700);
     check(rc == 0 && s.dir[strlen(s.dir) - 1] != '/', "spool_init_mkdirs", "rc %d dir %s", rc,
           s.dir);
+    struct stat st;
+    check(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700, "spool_init_mode", "%o",
+          (unsigned)st.st_mode & 0777);
     check(sonde_spool_oldest(&s, &e) == 0, "spool_empty", "%s", "");
     /* written out of order: the oldest is the earliest span */
     sonde_spool_write(&s, 3000, 4000, "cccc", 4);
