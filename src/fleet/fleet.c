@@ -31,6 +31,7 @@
 #define FLEET_BACKOFF_MIN_NS (250 * 1000 * 1000ull)
 #define FLEET_BACKOFF_MAX_NS (60 * SONDE_NS_PER_SEC) /* when opts say nothing */
 #define FLEET_NS_PER_MS 1000000ull
+#define FLEET_DROP_LOG_NS (10 * SONDE_NS_PER_SEC)  /* "backlog full" lines apart */
 #define FLEET_CANCEL_POLL_NS (50 * 1000 * 1000ull) /* stop: how often cancel is read */
 
 struct sonde_fleet {
@@ -50,6 +51,7 @@ struct sonde_fleet {
     char in_flight[96];        /* protected by lock; the file being sent ("" none) */
     sonde_fleet_stats_t stats; /* protected by lock */
     sonde_ns_t backoff_max_ns; /* read-only after start */
+    sonde_ns_t drop_logged_ns; /* protected by lock; last "backlog full" line */
 };
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -282,6 +284,12 @@ int sonde_fleet_submit(sonde_fleet_t *f, const void *data, size_t len, uint64_t 
                 f->stats.dropped += (uint64_t)dropped;
                 dropped_total = f->stats.dropped;
                 sonde_spool_count(&f->spool, &backlog, &backlog_bytes);
+                /* one line at the first drop, then one per FLEET_DROP_LOG_NS */
+                sonde_ns_t now = sonde_prim_monotonic_ns();
+                if (f->drop_logged_ns && now - f->drop_logged_ns < FLEET_DROP_LOG_NS)
+                    dropped = 0;
+                else
+                    f->drop_logged_ns = now;
             }
             pthread_cond_signal(&f->wake);
         } else {
@@ -291,9 +299,9 @@ int sonde_fleet_submit(sonde_fleet_t *f, const void *data, size_t len, uint64_t 
         pthread_mutex_unlock(&f->lock);
         if (dropped > 0)
             fleet_log(f,
-                      "upload backlog full (%u periods, %llu bytes in %s): dropped the %d "
+                      "upload backlog full (%u periods, %llu bytes in %s): dropping the "
                       "oldest (%llu dropped so far)",
-                      backlog, (unsigned long long)backlog_bytes, f->spool.dir, dropped,
+                      backlog, (unsigned long long)backlog_bytes, f->spool.dir,
                       (unsigned long long)dropped_total);
     }
     pthread_mutex_lock(&f->lock);
