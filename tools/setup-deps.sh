@@ -7,7 +7,8 @@ set -u
 want=()
 [ -f /usr/include/cjson/cJSON.h ] || want+=(libcjson-dev)
 # sonde attach --upload (src/fleet/upload.c): libcurl, in the command only
-ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h >/dev/null 2>&1 || want+=(libcurl4-openssl-dev)
+[ -n "$(ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null)" ] ||
+    want+=(libcurl4-openssl-dev)
 command -v cc >/dev/null 2>&1 || want+=(build-essential)
 if [ "${1:-}" = "--test" ]; then
     if [ -x /usr/bin/python3 ]; then
