@@ -399,7 +399,9 @@ def test_fleet_many_periods_flat_rss(env):
     after = [kb for count, kb in rss if count >= 50]
     check(len(after) >= 20, "too few RSS readings after 50 periods: %d" % len(after))
     base = after[0]
-    check(max(after) <= base * 1.05,
+    # ASan keeps freed memory in quarantine (256 MB): RSS says nothing there;
+    # its leak checker covers that build instead.
+    check(env.sanitize or max(after) <= base * 1.05,
           "RSS grew from %d kB (period 50) to %d kB (%d periods)" % (base, max(after), n))
     files = period_files(periods)
     check(len(files) == 5, "the directory keeps %d files, not 5" % len(files))
