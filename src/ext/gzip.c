@@ -14,7 +14,7 @@
 #include "../trace/trace.h"
 
 #define GZIP_LEVEL 6
-#define GZIP_DEFLATED 8          /* zlib.DEFLATED */
+#define GZIP_DEFLATED 8            /* zlib.DEFLATED */
 #define GZIP_WINDOW_BITS (15 + 16) /* the largest window, with a gzip header */
 
 /* Appends a bytes object's contents to out; false when obj is no bytes. */
