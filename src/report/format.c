@@ -89,7 +89,7 @@ const sonde_format_t sonde_formats[] = {
     {"folded", format_folded_alias, format_folded_ext, NULL, true, format_folded},
     {"svg", format_svg_alias, format_svg_ext, NULL, true, format_svg},
     {"speedscope", format_no_names, format_speedscope_ext, NULL, true, format_speedscope},
-    {"pprof", format_no_names, format_pprof_ext, NULL, false, format_pprof},
+    {"pprof", format_no_names, format_pprof_ext, "profile.pb.gz", false, format_pprof},
 };
 const size_t sonde_n_formats = SONDE_ARRAY_LEN(sonde_formats);
 

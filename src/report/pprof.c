@@ -14,8 +14,10 @@
  * and kind (label kind = python/native/system; a line's sample count is
  * split between its kinds in proportion to their time, largest remainder
  * first, so the line's count is kept). Memory figures are one-frame
- * samples per line with the time values 0. Functions carry name,
- * system_name (the same qualified name), filename and start_line;
+ * samples per line with the time values 0. Functions carry name (the
+ * qualified name where the interpreter has it), system_name ("file:name":
+ * a name that differs from name, or pprof takes it for a C++ symbol to
+ * demangle and strips "<module>" to nothing), filename and start_line;
  * locations one line each. One mapping (id 1, named after the program)
  * says functions, file names and lines are known, so pprof does not try
  * to symbolise. The default sample type is the time. The bytes are
@@ -27,6 +29,7 @@
 
 #include "../core/protobuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -93,6 +96,8 @@ typedef struct pprof_w {
     sonde_buf_t funcs, locs, samples, scratch;
     size_t n_values;
     const char *pending; /* the text being interned (pprof_same_string) */
+    char **owned;        /* owned: strings built here (system names) */
+    size_t n_owned, cap_owned;
     int error;
 } pprof_w_t;
 
@@ -183,10 +188,34 @@ nomem:
     return 0;
 }
 
+/* The string table index of "file:name" (the function's system name),
+ * kept by the writer; 0 when out of memory (w->error set). */
+static int64_t pprof_system_name(pprof_w_t *w, const char *name, const char *file)
+{
+    if (w->n_owned == w->cap_owned) {
+        size_t cap = w->cap_owned ? w->cap_owned * 2 : 64;
+        char **owned = realloc(w->owned, cap * sizeof *owned);
+        if (!owned) goto nomem;
+        w->owned = owned;
+        w->cap_owned = cap;
+    }
+    size_t len = strlen(file) + strlen(name) + 2;
+    char *text = malloc(len);
+    if (!text) goto nomem;
+    snprintf(text, len, "%s:%s", file, name);
+    w->owned[w->n_owned++] = text;
+    return pprof_str(w, text);
+nomem:
+    w->error = -ENOMEM;
+    return 0;
+}
+
 /* The id of function (name, file, start_line), encoded on first use; 0
  * when out of memory. */
 static uint64_t pprof_function(pprof_w_t *w, const char *name, const char *file, int start_line)
 {
+    if (!name) name = "";
+    if (!file) file = "";
     int64_t name_at = pprof_str(w, name), file_at = pprof_str(w, file);
     uint64_t k[3] = {(uint64_t)name_at, (uint64_t)file_at, (uint64_t)(int64_t)start_line};
     struct pprof_slot *slot = pprof_map_slot(w, &w->func_map, k, NULL);
@@ -201,7 +230,7 @@ static uint64_t pprof_function(pprof_w_t *w, const char *name, const char *file,
     sonde_buf_reset(&w->scratch);
     sonde_pb_uint(&w->scratch, FN_ID, slot->id);
     sonde_pb_int(&w->scratch, FN_NAME, name_at);
-    sonde_pb_int(&w->scratch, FN_SYSTEM_NAME, name_at);
+    sonde_pb_int(&w->scratch, FN_SYSTEM_NAME, pprof_system_name(w, name, file));
     sonde_pb_int(&w->scratch, FN_FILENAME, file_at);
     if (start_line > 0) sonde_pb_int(&w->scratch, FN_START_LINE, start_line);
     sonde_pb_message(&w->funcs, PF_FUNCTION, &w->scratch);
@@ -428,6 +457,9 @@ static void pprof_value_type(pprof_w_t *w, sonde_buf_t *out, uint32_t field, con
 
 static void pprof_free(pprof_w_t *w)
 {
+    for (size_t i = 0; i < w->n_owned; i++)
+        free(w->owned[i]);
+    free(w->owned);
     free(w->strings);
     free(w->string_map.slots);
     free(w->func_map.slots);

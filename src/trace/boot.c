@@ -32,8 +32,8 @@
 
 static sonde_trace_prof_t *boot_prof;     /* owned; NULL when not tracing from boot */
 static char *boot_outfile;                /* owned; absolute; NULL = print */
-static const sonde_format_t *boot_format; /* pprof when -o's ending asks for it
-                                             (.pb.gz, .pprof); NULL: pstats */
+static const sonde_format_t *boot_format; /* pprof when -f or -o's ending asks
+                                             for it (.pb.gz, .pprof); NULL: pstats */
 static sonde_trace_sort_t boot_sort;
 static pid_t boot_pid;
 
@@ -291,7 +291,9 @@ int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
         return -1;
     }
     boot_format = NULL;
-    const sonde_format_t *asked = opts.outfile ? sonde_format_of_path(opts.outfile) : NULL;
+    const sonde_format_t *asked = opts.format    ? sonde_format_named(opts.format)
+                                  : opts.outfile ? sonde_format_of_path(opts.outfile)
+                                                 : NULL;
     if (asked && strcmp(asked->name, "pprof") == 0) boot_format = asked;
     sonde_trace_prof_t *p =
         (sonde_trace_prof_t *)PyObject_CallObject((PyObject *)&sonde_trace_prof_type, NULL);
