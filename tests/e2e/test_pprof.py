@@ -242,6 +242,11 @@ def _check_stacks(raw, script, what):
         names = [raw["locations"][i][0] for i in locs]
         check(names, "%s: a sample without locations" % what)
         check(labels.get("pid", "").isdigit(), "%s: pid label %r" % (what, labels))
+        check(labels.get("kind") in KINDS, "%s: kind label %r" % (what, labels))
+    python = sum(v[1] for v, locs, labels in raw["samples"] if labels.get("kind") == "python")
+    check(python >= 0.5 * total(raw, "wall/nanoseconds"),
+          "%s: hot() runs bytecode, yet %d ns of %d are python" % (what, python,
+                                                                  total(raw, "wall/nanoseconds")))
     share = leaf_share(raw, lambda loc: loc[0] == "hot" and loc[1] == script, "wall/nanoseconds")
     check(any(loc[0] == "hot" and loc[2] == hot for loc in raw["locations"].values()),
           "%s: no location at hot()'s line %d" % (what, hot))
