@@ -358,13 +358,16 @@ static void pprof_time_from_lines(pprof_w_t *w, const sonde_profile_t *prof,
     }
 }
 
-/* The figure of column json_name for a line (columns.c, as JSON has it). */
+/* The figure of count column json_name for a line, the integer the JSON
+ * report writes (columns.c rounds; JSON truncates what it gives). */
 static int64_t pprof_column(const sonde_profile_t *prof, const sonde__row_t *row,
                             const char *json_name)
 {
-    for (size_t i = 0; i < sonde__n_columns; i++)
-        if (strcmp(sonde__columns[i].json_name, json_name) == 0)
-            return (int64_t)(sonde__columns[i].value(row, prof) + 0.5);
+    for (size_t i = 0; i < sonde__n_columns; i++) {
+        if (strcmp(sonde__columns[i].json_name, json_name) != 0) continue;
+        double v = sonde__columns[i].value(row, prof);
+        return v > 0 ? (int64_t)v : 0;
+    }
     return 0;
 }
 
