@@ -183,7 +183,13 @@ typedef struct sonde_stack {
     int thread; /* index into thread_names, or -1 when merged */
     uint64_t samples;
     sonde_ns_t ns; /* time the stack stood for */
+    /* ns by kind: Python, native, system (SONDE_KIND_*); all 0 when the
+     * producer did not tell (sonde_profile_add_stack; trace's flat model) */
+    sonde_ns_t kind_ns[3];
 } sonde_stack_t;
+
+/* The kinds of time, as the line figures split it. */
+enum { SONDE_KIND_PYTHON, SONDE_KIND_NATIVE, SONDE_KIND_SYSTEM, SONDE_N_KINDS };
 
 /* Initialises an empty profile. */
 void sonde_profile_init(sonde_profile_t *prof);
@@ -237,6 +243,11 @@ int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *f
  * -ENOMEM (unchanged on error). */
 int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
                             uint32_t depth, int thread, uint64_t samples, sonde_ns_t ns);
+/* The same with the time split by kind (kind_ns[SONDE_KIND_*]; ns is their
+ * sum). Same returns. */
+int sonde_profile_add_stack_kinds(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
+                                  uint32_t depth, int thread, uint64_t samples,
+                                  const sonde_ns_t kind_ns[SONDE_N_KINDS]);
 /* The index of a thread named `name` (created on first use, its ids 0),
  * or -ENOMEM. */
 int sonde_profile_thread(sonde_profile_t *prof, const char *name);

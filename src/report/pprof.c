@@ -10,10 +10,11 @@
  * then, with memory figures, alloc_objects/count, alloc_space/bytes,
  * inuse_objects/count, inuse_space/bytes. Samples come from the call
  * stacks when the profile has them (leaf first; labels thread, thread_id
- * and pid where the model knows them), else one one-frame sample per line
- * and kind (label kind = python/native/system; a line's sample count is
- * split between its kinds in proportion to their time, largest remainder
- * first, so the line's count is kept). Memory figures are one-frame
+ * and pid where the model knows them), else one one-frame sample per line;
+ * either way one sample per kind of time (label kind =
+ * python/native/system) where the model splits the time by kind (not
+ * trace's flat model). A count is split between the kinds in proportion
+ * to their time, largest remainder first, so the total count is kept. Memory figures are one-frame
  * samples per line with the time values 0. Functions carry name (the
  * qualified name where the interpreter has it), system_name ("file:name":
  * a name that differs from name, or pprof takes it for a C++ symbol to
@@ -331,10 +332,11 @@ static void pprof_split_samples(const sonde_ns_t ns[3], uint64_t samples, uint64
     }
 }
 
+static const char *const pprof_kinds[SONDE_N_KINDS] = {"python", "native", "system"};
+
 static void pprof_time_from_lines(pprof_w_t *w, const sonde_profile_t *prof,
                                   const pprof_label_t *pid)
 {
-    static const char *const kinds[3] = {"python", "native", "system"};
     for (size_t f = 0; f < prof->n_files; f++) {
         const sonde_file_stats_t *file = &prof->files[f];
         for (size_t i = 0; i < file->n_lines; i++) {
@@ -347,7 +349,7 @@ static void pprof_time_from_lines(pprof_w_t *w, const sonde_profile_t *prof,
             for (int k = 0; k < 3 && loc; k++) {
                 if (!ns[k] && !parts[k]) continue;
                 int64_t values[PPROF_MAX_VALUES] = {(int64_t)parts[k], (int64_t)ns[k]};
-                pprof_label_t labels[2] = {{"kind", kinds[k], 0}};
+                pprof_label_t labels[2] = {{"kind", pprof_kinds[k], 0}};
                 size_t n_labels = 1;
                 if (pid) labels[n_labels++] = *pid;
                 pprof_sample(w, &loc, 1, values, labels, n_labels);
@@ -356,13 +358,16 @@ static void pprof_time_from_lines(pprof_w_t *w, const sonde_profile_t *prof,
     }
 }
 
-/* The figure of column json_name for a line (columns.c, as JSON has it). */
+/* The figure of count column json_name for a line, the integer the JSON
+ * report writes (columns.c rounds; JSON truncates what it gives). */
 static int64_t pprof_column(const sonde_profile_t *prof, const sonde__row_t *row,
                             const char *json_name)
 {
-    for (size_t i = 0; i < sonde__n_columns; i++)
-        if (strcmp(sonde__columns[i].json_name, json_name) == 0)
-            return (int64_t)(sonde__columns[i].value(row, prof) + 0.5);
+    for (size_t i = 0; i < sonde__n_columns; i++) {
+        if (strcmp(sonde__columns[i].json_name, json_name) != 0) continue;
+        double v = sonde__columns[i].value(row, prof);
+        return v > 0 ? (int64_t)v : 0;
+    }
     return 0;
 }
 
@@ -392,13 +397,15 @@ static void pprof_memory_from_lines(pprof_w_t *w, const sonde_profile_t *prof,
 /* ---- samples from call stacks ----------------------------------------------------- */
 
 /* The first line of function `func` of file `path`, as the model's
- * function entries have it; 0 when unknown. */
+ * function entries have it (a stack's outer frames charged no line of
+ * their own have none); 0 when unknown. */
 static int pprof_start_line(const sonde_profile_t *prof, const char *path, const char *func)
 {
     sonde_file_stats_t *file = sonde_profile_file((sonde_profile_t *)prof, path);
     for (size_t i = 0; file && i < file->n_funcs; i++)
         if (strcmp(file->funcs[i].name, func) == 0) return file->funcs[i].firstlineno;
-    return 0;
+    /* a module's code starts at its first line (co_firstlineno 1) */
+    return strcmp(func, "<module>") == 0 && path[0] && path[0] != '<' ? 1 : 0;
 }
 
 static void pprof_time_from_stacks(pprof_w_t *w, const sonde_profile_t *prof,
@@ -425,8 +432,7 @@ static void pprof_time_from_stacks(pprof_w_t *w, const sonde_profile_t *prof,
         if (!stack->samples && !stack->ns) continue;
         for (uint32_t d = 0; d < stack->depth; d++)
             locs[d] = loc_of_frame[stack->frames[stack->depth - 1 - d]];
-        int64_t values[PPROF_MAX_VALUES] = {(int64_t)stack->samples, (int64_t)stack->ns};
-        pprof_label_t labels[3];
+        pprof_label_t labels[4];
         size_t n_labels = 0;
         int pid_num = pid ? (int)pid->num : 0;
         if (stack->thread >= 0 && (size_t)stack->thread < prof->n_threads) {
@@ -436,7 +442,21 @@ static void pprof_time_from_stacks(pprof_w_t *w, const sonde_profile_t *prof,
             if (ids->pid) pid_num = ids->pid;
         }
         if (pid_num) labels[n_labels++] = (pprof_label_t){"pid", NULL, pid_num};
-        pprof_sample(w, locs, stack->depth, values, labels, n_labels);
+        const sonde_ns_t *kind_ns = stack->kind_ns;
+        if (kind_ns[0] + kind_ns[1] + kind_ns[2] != stack->ns || !stack->ns) {
+            /* no split by kind (sonde trace's flat model): one sample */
+            int64_t values[PPROF_MAX_VALUES] = {(int64_t)stack->samples, (int64_t)stack->ns};
+            pprof_sample(w, locs, stack->depth, values, labels, n_labels);
+            continue;
+        }
+        uint64_t parts[SONDE_N_KINDS];
+        pprof_split_samples(kind_ns, stack->samples, parts);
+        for (int k = 0; k < SONDE_N_KINDS; k++) {
+            if (!kind_ns[k] && !parts[k]) continue;
+            int64_t values[PPROF_MAX_VALUES] = {(int64_t)parts[k], (int64_t)kind_ns[k]};
+            labels[n_labels] = (pprof_label_t){"kind", pprof_kinds[k], 0};
+            pprof_sample(w, locs, stack->depth, values, labels, n_labels + 1);
+        }
     }
 done:
     free(locs);

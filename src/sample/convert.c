@@ -155,7 +155,11 @@ static int convert_stacks(const sonde_accum_t *acc, struct convert_paths *paths,
         rc = convert_frames(acc->pool + s->frames, depth, paths, frames, mark, sizeof mark);
         if (rc < 0) goto done;
         int thread = how->per_thread && s->thread < acc->n_slots ? indices[s->thread] : -1;
-        rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
+        /* the split by kind when the producer told it (it then adds up) */
+        if (s->kind_ns[0] + s->kind_ns[1] + s->kind_ns[2] == s->ns)
+            rc = sonde_profile_add_stack_kinds(prof, frames, depth, thread, s->samples, s->kind_ns);
+        else
+            rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
         if (rc < 0) goto done;
     }
 done:

@@ -332,6 +332,7 @@ typedef struct sonde_stack_acc {
     size_t frames; /* offset into the pool; innermost first */
     uint64_t samples;
     sonde_ns_t ns;
+    sonde_ns_t kind_ns[3]; /* ns by kind (SONDE_KIND_*, model.h); 0s when not told */
 } sonde_stack_acc_t;
 
 /* What one process's sampling gathered. */
@@ -378,6 +379,10 @@ uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid);
  * sample (partial.dropped_samples). Returns 0 or -ENOMEM. */
 int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
                           uint32_t depth, uint64_t samples, sonde_ns_t ns);
+/* The same with the time split by kind: kind (SONDE_KIND_*) gets ns, the
+ * sampler's and attach reader's stacks (the pprof writer labels them). */
+int sonde_accum_add_stack_kind(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                               uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind);
 
 /* ---- into the model (convert.c) ------------------------------------------------------ */
 

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -242,6 +243,11 @@ def _check_stacks(raw, script, what):
         names = [raw["locations"][i][0] for i in locs]
         check(names, "%s: a sample without locations" % what)
         check(labels.get("pid", "").isdigit(), "%s: pid label %r" % (what, labels))
+        check(labels.get("kind") in KINDS, "%s: kind label %r" % (what, labels))
+    python = sum(v[1] for v, locs, labels in raw["samples"] if labels.get("kind") == "python")
+    check(python >= 0.5 * total(raw, "wall/nanoseconds"),
+          "%s: hot() runs bytecode, yet %d ns of %d are python" % (what, python,
+                                                                  total(raw, "wall/nanoseconds")))
     share = leaf_share(raw, lambda loc: loc[0] == "hot" and loc[1] == script, "wall/nanoseconds")
     check(any(loc[0] == "hot" and loc[2] == hot for loc in raw["locations"].values()),
           "%s: no location at hot()'s line %d" % (what, hot))
@@ -344,3 +350,44 @@ def test_pprof_trace_flat(env):
     check(top and top[0][1] == "busy", "-top's first row: %r\n%s" % (top[:2], text))
     return "%d functions, calls as pstats" % len(mine)
 
+
+
+# ---- SIGTERM: written without the interpreter, so not compressed ---------------------------
+
+SPIN_FOREVER = """
+    import sys
+
+    def spin():
+        x = 0
+        print("ready", flush=True)
+        while True:
+            x += 1  # @spin
+
+    spin()
+"""
+
+
+def test_pprof_after_sigterm_is_plain_protobuf(env):
+    """The report after SIGTERM is written on sonde's sampler thread, which
+    may not call Python's zlib: the file is plain protobuf (docs/fleet.md),
+    which pprof reads all the same."""
+    script = env.write("spin_forever.py", SPIN_FOREVER)
+    out = os.path.join(env.tmp, "term.pb.gz")
+    proc = subprocess.Popen([env.sonde, "run", "-o", out, script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env.base_env(), cwd=env.tmp)
+    try:
+        check(proc.stdout.readline().strip() == b"ready", "the program did not start")
+        time.sleep(0.5)
+        proc.terminate()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    check(proc.returncode == -15, "exit %r, want death by SIGTERM" % proc.returncode)
+    with open(out, "rb") as f:
+        check(f.read(2) != b"\x1f\x8b", "gzip after SIGTERM: the sampler thread called Python")
+    text, rows = read_top(env, out)
+    check(rows and rows[0][1] == "spin", "-top's first row: %r\n%s" % (rows[:2], text))

@@ -178,6 +178,29 @@ static void test_pprof_document(void)
           "time %lld, duration %lld, period %lld", (long long)time_nanos, (long long)duration,
           (long long)period);
 
+    /* a stack split by kind: one sample per kind, each with a kind label */
+    sonde_stack_frame_t frames[] = {{"<module>", "/app.py", 9}, {"work", "/app.py", 5}};
+    sonde_ns_t kinds[SONDE_N_KINDS] = {600, 0, 300};
+    int rc = sonde_profile_add_stack_kinds(&prof, frames, 2, -1, 3, kinds);
+    check(rc == 0 && prof.n_stacks == 1 && prof.stacks[0].ns == 900, "stack_kinds_add_up",
+          "rc %d, %zu stacks", rc, prof.n_stacks);
+    sonde_buf_reset(&out);
+    check(sonde_report_pprof(&prof, &opts, &out) == 0, "pprof_stacks", "rc");
+    r = (reader_t){(const uint8_t *)out.data, (const uint8_t *)out.data + out.len, false};
+    n_samples = 0;
+    int n_kind_labels = 0;
+    while (rd_field(&r, &field, &value, &sub)) {
+        if (field != 2) continue;
+        n_samples++;
+        uint32_t f;
+        uint64_t v;
+        reader_t s;
+        while (rd_field(&sub, &f, &v, &s))
+            n_kind_labels += f == 3;
+    }
+    check(n_samples == 2 && n_kind_labels == 2, "pprof_stack_sample_per_kind",
+          "%d samples, %d labels", n_samples, n_kind_labels);
+
     sonde_buf_reset(&out);
     sonde_buf_puts(&out, "before");
     opts.compress = compress_fails;
