@@ -102,14 +102,19 @@ LDLIBS   := -lpthread -lm -ldl
 
 # Parts of the report writers only the command links: `sonde view` checks
 # JSON files with cJSON (Debian's libcjson-dev), which the extension and the
+# core never load (and reads JSON profiles back: json_load.c); the command
+# gzips pprof with zlib (zlib1g-dev, src/cli/gzip.c), which the extension
+# never links (it calls the interpreter's own zlib module, src/ext/gzip.c);
+# `sonde attach --period --upload` posts profiles with libcurl
+# (libcurl4-openssl-dev, src/fleet/), which the extension, the shim and the
 # core never load.
 CMD_ONLY_SRCS := src/report/html_json.c src/report/json_load.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
-CMD_LDLIBS    := -lcjson
+CMD_LDLIBS    := -lcjson -lz -lcurl
 # The tracer's writers (pstats file and cProfile's text) use no Python API:
 # they are built with the core, without Python's headers, so unit tests
 # link them.
-TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c
+TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c src/trace/pstats_model.c
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
                  src/pyread/*.c src/sample/*.c src/model/*.c src/report/*.c src/launch/*.c)) $(TRACE_PURE_SRCS))
@@ -118,7 +123,7 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # dispatcher and the attach reader. The extension links neither;
 # `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
 # checks the module's symbols).
-CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/collect/*.c))
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/collect/*.c src/fleet/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))
@@ -249,8 +254,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 $(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 
 # Unit tests of the command's pure parts (its option parsers) link the
-# command's objects too.
-CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options $(BUILD)/tests/test_json_load
+# command's objects too (test_fleet: the fleet module, with libcurl).
+CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options $(BUILD)/tests/test_json_load \
+                 $(BUILD)/tests/test_fleet
 CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)
 $(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)

@@ -6,6 +6,11 @@
 set -u
 want=()
 [ -f /usr/include/cjson/cJSON.h ] || want+=(libcjson-dev)
+# the command gzips pprof output with zlib
+[ -f /usr/include/zlib.h ] || want+=(zlib1g-dev)
+# sonde attach --upload (src/fleet/upload.c): libcurl, in the command only
+[ -n "$(ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null)" ] ||
+    want+=(libcurl4-openssl-dev)
 command -v cc >/dev/null 2>&1 || want+=(build-essential)
 if [ "${1:-}" = "--test" ]; then
     if [ -x /usr/bin/python3 ]; then
@@ -21,6 +26,8 @@ if [ "${1:-}" = "--test" ]; then
         [ -x /usr/bin/jupyter-nbconvert ] || want+=(jupyter-nbconvert)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
+    # tests/e2e/test_pprof.py reads every pprof file with `go tool pprof`
+    command -v go >/dev/null 2>&1 || want+=(golang-go)
 fi
 [ ${#want[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -120,6 +120,13 @@ typedef struct sonde_attach {
                                       unreadable */
     pid_t *lost_pids;              /* owned; those processes, counted once */
     size_t n_lost, cap_lost;
+    /* Continuous profiles (`sonde attach --period`): the current period
+     * began at period_start_ns (0: the profile covers the whole run) with
+     * a->ticks at period_ticks0; sonde_attach_run returns at
+     * period_until_ns (0: no period) with period_reached set. */
+    sonde_ns_t period_start_ns, period_until_ns;
+    uint64_t period_ticks0;
+    bool period_reached;
     bool stopped_by_flag; /* the stop flag ended the loop */
     bool all_exited;      /* every sampled process exited */
     bool duration_reached;
@@ -144,12 +151,19 @@ int sonde_attach_add_root(sonde_attach_t *a, pid_t pid);
  * of `sonde record`, which may still be starting, or a shell that execs
  * Python). Returns 0 or -ENOMEM. */
 int sonde_attach_add_pending_root(sonde_attach_t *a, pid_t pid);
-/* Samples until *stop becomes non-zero, the duration passes, every
+/* Samples until *stop becomes non-zero, the duration passes, the
+ * period ends (a->period_until_ns, then a->period_reached), every
  * process has exited, or a pending root turned out to be a Python that
  * cannot be sampled (a->root_error). progress (may be NULL) is called
  * about four times a second. Returns 0 or -ENOMEM. */
 int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
                      sonde_attach_progress_fn progress, void *arg);
+/* Starts a new period at monotonic time now, ending at until_ns (the
+ * next sonde_attach_run returns there): every target's accumulators are
+ * emptied (their memory kept) and the targets that exited or were retired
+ * are freed, so that memory does not grow with the number of periods.
+ * Call after the previous period's profile was built. */
+void sonde_attach_period_begin(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t until_ns);
 /* Current figures. */
 void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t *progress);
 void sonde_attach_free(sonde_attach_t *a);

@@ -129,10 +129,13 @@ int sonde_attach_to_profile(const sonde_attach_t *a, const char *program, int ar
     }
     if (rc < 0) return rc;
     sonde_partial_add(&prof->partial, &a->partial);
-    prof->samples = a->ticks;
+    /* A continuous profile covers its period alone. */
+    sonde_ns_t start = a->period_start_ns ? a->period_start_ns : a->start_ns;
+    prof->samples = a->ticks - a->period_ticks0;
     sonde_ns_t end = a->stop_ns ? a->stop_ns : sonde_prim_monotonic_ns();
-    prof->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;
+    prof->elapsed_sec = start ? (double)(end - start) / 1e9 : 0;
     prof->interval_sec = 1.0 / a->opts.rate_hz;
     prof->virtual_time = false;
+    prof->pid = !several && a->n_targets ? (int)a->targets[0]->pid : 0;
     return 0;
 }

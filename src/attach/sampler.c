@@ -295,6 +295,26 @@ static sonde_ns_t sampler_next_interval(sonde_attach_t *a, sonde_ns_t interval_n
     return interval_ns - quarter + a->rng % (2 * quarter + 1);
 }
 
+void sonde_attach_period_begin(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t until_ns)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_targets; i++) {
+        sonde_atarget_t *t = a->targets[i];
+        if (t->exited || t->retired) {
+            sonde_atarget_free(t);
+            free(t);
+            continue;
+        }
+        sonde_accum_clear(&t->acc);
+        a->targets[k++] = t;
+    }
+    a->n_targets = k;
+    memset(&a->partial, 0, sizeof a->partial);
+    a->period_start_ns = now;
+    a->period_until_ns = until_ns;
+    a->period_ticks0 = a->ticks;
+}
+
 void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t *progress)
 {
     memset(progress, 0, sizeof *progress);
@@ -344,6 +364,8 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
     if (!a->start_ns) a->start_ns = now;
     sonde_ns_t next = now, next_progress = now + SAMPLER_PROGRESS_NS;
     a->next_poll_ns = now;
+    a->stop_ns = 0;
+    a->period_reached = false;
 
     for (;;) {
         now = sonde_prim_monotonic_ns();
@@ -355,9 +377,14 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             a->duration_reached = true;
             break;
         }
+        if (a->period_until_ns && now >= a->period_until_ns) {
+            a->period_reached = true;
+            break;
+        }
         if (now < next) {
             sonde_ns_t until = next;
             if (duration_ns && a->start_ns + duration_ns < until) until = a->start_ns + duration_ns;
+            if (a->period_until_ns && a->period_until_ns < until) until = a->period_until_ns;
             sampler_sleep_until(until);
             continue;
         }

@@ -288,8 +288,13 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
         sonde_ns_t system_ns = charge_system ? view.blocked_ns : 0;
         sonde_accum_charge(&t->acc, th->line_key, python_ns, native_ns, system_ns);
     }
+    /* the stack's wall time is of one kind: running (in native code
+     * called from the line, or bytecode), else blocked */
+    int kind = !view.running ? SONDE_KIND_SYSTEM
+               : th->in_call ? SONDE_KIND_NATIVE
+                             : SONDE_KIND_PYTHON;
     if (keep_stack && th->depth > 0) /* out of memory: counted as dropped */
-        sonde_accum_add_stack(&t->acc, th->slot, th->stack, th->depth, 1, wall);
+        sonde_accum_add_stack_kind(&t->acc, th->slot, th->stack, th->depth, 1, wall, kind);
 }
 
 /* Whether the process has exited (gone, or a zombie waiting to be reaped). */

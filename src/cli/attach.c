@@ -35,16 +35,16 @@ static const char attach_usage[] =
     "\n"
     "Samples the Python threads of a running process from outside (nothing is\n"
     "loaded into it) until Ctrl-C, --duration, or the process exits, then writes\n"
-    "what it found: a flame graph, folded stacks, speedscope, or the same\n"
-    "line-level report as 'sonde run'.\n"
+    "what it found: a flame graph, folded stacks, speedscope, pprof, or the\n"
+    "same line-level report as 'sonde run'.\n"
     "\n"
     "options:\n"
     "  -r, --rate HZ        samples per second (default 100, at most 10000)\n"
     "  -d, --duration S     stop after S seconds (default: until Ctrl-C or exit)\n"
     "  -o, --output FILE    write to FILE (the format follows its extension:\n"
-    "                       .svg .folded .collapsed .speedscope.json .json .html\n"
-    "                       .txt); --outfile is the same option\n"
-    "  -f, --format F       text | json | html | folded | svg | speedscope\n"
+    "                       .svg .folded .collapsed .speedscope.json .pb.gz .pprof\n"
+    "                       .json .html .txt); --outfile is the same option\n"
+    "  -f, --format F       text | json | html | folded | svg | speedscope | pprof\n"
     "                       (default: from -o's extension, else text)\n"
     "  --threads            keep each thread's stacks apart (flame graphs)\n"
     "  --idle               include threads that are not running (blocked in a\n"
@@ -59,6 +59,25 @@ static const char attach_usage[] =
     "  --profile-only PAT[,PAT]     report only files whose path contains a PAT\n"
     "  --profile-exclude PAT[,PAT]  do not report files whose path contains a PAT\n"
     "  -h, --help           show this help\n"
+    "\n"
+    "continuous profiles (one profile per period; see docs/fleet.md):\n"
+    "  --period S           write one profile every S seconds (pprof, or --format)\n"
+    "  --period-dir DIR     ... into DIR as sonde-FROM-UNTIL.EXT (unix ms)\n"
+    "  --keep N             ... keeping the newest N there (default 60)\n"
+    "  --upload URL         ... and/or POST them to a Pyroscope-compatible server\n"
+    "                       (URL: the server, e.g. http://localhost:4040, or its\n"
+    "                       /ingest endpoint)\n"
+    "  --app-name NAME      the application name there (default python)\n"
+    "  --tag KEY=VALUE      a label on every profile (repeatable)\n"
+    "  --upload-headers-file FILE  'Name: value' lines sent with every request\n"
+    "                       (else $SONDE_UPLOAD_HEADERS, one per line)\n"
+    "  --upload-timeout S   limit of each request (default 10)\n"
+    "  --spool-dir DIR      periods waiting to be sent (default\n"
+    "                       $TMPDIR/sonde-spool-PID); a backend that is down or\n"
+    "                       slow is retried with backoff, never holding sampling\n"
+    "  --spool-max N        periods waiting at most, oldest dropped (default 1000)\n"
+    "  --spool-max-bytes B  bytes waiting at most (default 256 MiB)\n"
+    "  Ctrl-C or SIGTERM writes and sends the last, partial period.\n"
     "\n"
     "The text and JSON reports charge time as 'sonde run' does (Python, native and\n"
     "system time on the program's own lines, blocked time in sleeps and I/O\n"
@@ -272,6 +291,13 @@ int sonde_cli_attach(int argc, char **argv)
         fprintf(stderr, "sonde: sampling pid %d at %.0f Hz; Ctrl-C to stop\n", (int)args.pid,
                 a.opts.rate_hz);
     attach_install_signals();
+    if (args.period.period_sec > 0) {
+        rc = sonde_attach_cli_periods(&a, &args, &attach_stop);
+        attach_restore_signals();
+        sonde_attach_args_free(&args);
+        sonde_attach_free(&a);
+        return rc;
+    }
     rc = sonde_attach_run(&a, &attach_stop, sonde_attach_cli_progress, NULL);
     attach_restore_signals();
     sonde_attach_args_free(&args); /* the targets copied the patterns */

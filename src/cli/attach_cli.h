@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include "../attach/attach.h"
+#include "../fleet/fleet.h"
 #include "../launch/options.h"
 #include "../report/report.h"
 
@@ -23,15 +24,38 @@ typedef enum sonde_attach_mode {
     SONDE_ATTACH_MODE_DUMP,   /* sonde dump PID */
 } sonde_attach_mode_t;
 
+/* Continuous profiles: `sonde attach --period S` and what goes with it
+ * (strings borrowed from argv). period_sec 0: one profile at the end. */
+typedef struct sonde_attach_period_args {
+    double period_sec;
+    const char *period_dir;                 /* --period-dir; NULL: none */
+    unsigned keep;                          /* --keep: period files kept there */
+    const char *upload_url;                 /* --upload; NULL: none */
+    const char *app_name;                   /* --app-name; NULL: "python" */
+    const char *tags[SONDE_FLEET_MAX_TAGS]; /* --tag k=v */
+    int n_tags;
+    const char *headers_file; /* --upload-headers-file; NULL: $SONDE_UPLOAD_HEADERS */
+    const char *spool_dir;    /* --spool-dir; NULL: $TMPDIR/sonde-spool-PID */
+    unsigned spool_max;       /* --spool-max: periods waiting, at most */
+    uint64_t spool_max_bytes; /* --spool-max-bytes */
+    double upload_timeout;    /* --upload-timeout: seconds per request */
+} sonde_attach_period_args_t;
+
+#define SONDE_ATTACH_DEFAULT_KEEP 60
+#define SONDE_ATTACH_DEFAULT_SPOOL_MAX 1000
+#define SONDE_ATTACH_DEFAULT_SPOOL_BYTES ((uint64_t)256 << 20)
+#define SONDE_ATTACH_DEFAULT_UPLOAD_TIMEOUT 10.0
+
 typedef struct sonde_attach_args {
     sonde_attach_opts_t opts;
-    const sonde_format_t *format; /* --format, else -o's ending, else text;
+    const sonde_format_t *format;      /* --format, else -o's ending, else text;
                                      never NULL after a successful parse */
-    const char *outfile;          /* -o/--output (alias --outfile), borrowed
+    const char *outfile;               /* -o/--output (alias --outfile), borrowed
                                      from argv; NULL: the command's stream */
-    pid_t pid;                    /* attach, dump */
-    char *const *command;         /* record: borrowed from argv, NULL-terminated there */
-    bool help;                    /* -h/--help: nothing else is set */
+    pid_t pid;                         /* attach, dump */
+    char *const *command;              /* record: borrowed from argv, NULL-terminated there */
+    bool help;                         /* -h/--help: nothing else is set */
+    sonde_attach_period_args_t period; /* attach only */
     /* --profile-all, --profile-only, --profile-exclude, parsed by `run`'s
      * own code (sonde_run_opts_file_word) into these options, which own the
      * patterns; opts.files points into them. */
@@ -60,6 +84,21 @@ void sonde_attach_cli_open_error(pid_t pid, int rc, const char *version);
  * why it failed. */
 int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
                            const char *outfile, int fd);
+
+/* Renders what was sampled (the current period's, after
+ * sonde_attach_period_begin) in format into out. Returns 0 or -errno. */
+int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *format,
+                            sonde_buf_t *out);
+
+/* ---- continuous profiles (attach_period.c) ------------------------------------------ */
+
+/* Samples a in periods of args->period.period_sec until *stop, the
+ * duration or the target's end, handing each period's profile (the last,
+ * partial one included) to the period directory and/or the upload
+ * (src/fleet/), then waits a little for the backlog to be sent. Prints
+ * its errors and a closing line. Returns 0, or 1 after printing why. */
+int sonde_attach_cli_periods(sonde_attach_t *a, const sonde_attach_args_t *args,
+                             volatile sig_atomic_t *stop);
 
 /* Progress on stderr (the sampler's callback): a line rewritten in place
  * on a terminal, otherwise a line every few seconds. arg: unused. */

@@ -57,6 +57,139 @@ static const char *aopts_value(int argc, char *const *argv, int *i, const char *
     return argv[++*i];
 }
 
+/* An unsigned count in [lo, hi]. */
+static bool aopts_count(const char *text, double lo, double hi, uint64_t *value)
+{
+    double v = 0;
+    if (!aopts_number(text, &v) || v < lo || v > hi || v != (double)(uint64_t)v) return false;
+    *value = (uint64_t)v;
+    return true;
+}
+
+/* The continuous-profile options of attach (argv[*i]). Returns non-zero
+ * when the word is one of them, with *rc 0 or -EINVAL (message in err);
+ * 0 when it is not. */
+static int aopts_period(int argc, char *const *argv, int *i, sonde_attach_period_args_t *p,
+                        char *err, size_t err_len, int *rc)
+{
+    const char *w = argv[*i], *eq = NULL, *value = NULL;
+    static const char *const names[] = {"--period",
+                                        "--period-dir",
+                                        "--keep",
+                                        "--upload",
+                                        "--app-name",
+                                        "--tag",
+                                        "--upload-headers-file",
+                                        "--spool-dir",
+                                        "--spool-max",
+                                        "--spool-max-bytes",
+                                        "--upload-timeout"};
+    size_t which = SONDE_ARRAY_LEN(names);
+    uint64_t count = 0;
+    for (size_t k = 0; k < SONDE_ARRAY_LEN(names) && which == SONDE_ARRAY_LEN(names); k++)
+        if (aopts_is(w, names[k], NULL, NULL, &eq)) which = k;
+    if (which == SONDE_ARRAY_LEN(names)) return 0;
+    *rc = 0;
+    if (!(value = aopts_value(argc, argv, i, eq)) || !value[0]) {
+        *rc = sonde_errf(err, err_len, "option %s needs a value", names[which]);
+        return 1;
+    }
+    switch (which) {
+    case 0:
+        if (!aopts_number(value, &p->period_sec) || p->period_sec < 0.01 || p->period_sec > 86400)
+            *rc = sonde_errf(err, err_len,
+                             "--period must be a number of seconds from 0.01 to 86400, not '%s'",
+                             value);
+        break;
+    case 1:
+        p->period_dir = value;
+        break;
+    case 2:
+        if (!aopts_count(value, 1, 1e6, &count))
+            *rc = sonde_errf(err, err_len, "--keep must be a count from 1 to 1000000, not '%s'",
+                             value);
+        p->keep = (unsigned)count;
+        break;
+    case 3:
+        p->upload_url = value;
+        break;
+    case 4:
+        p->app_name = value;
+        break;
+    case 5:
+        if (p->n_tags >= SONDE_FLEET_MAX_TAGS)
+            *rc = sonde_errf(err, err_len, "at most %d --tag options", SONDE_FLEET_MAX_TAGS);
+        else
+            p->tags[p->n_tags++] = value;
+        break;
+    case 6:
+        p->headers_file = value;
+        break;
+    case 7:
+        p->spool_dir = value;
+        break;
+    case 8:
+        if (!aopts_count(value, 1, 1e6, &count))
+            *rc = sonde_errf(err, err_len,
+                             "--spool-max must be a count from 1 to 1000000, not '%s'", value);
+        p->spool_max = (unsigned)count;
+        break;
+    case 9:
+        if (!aopts_count(value, 1024, 1e15, &p->spool_max_bytes))
+            *rc = sonde_errf(err, err_len,
+                             "--spool-max-bytes must be a number of bytes, at least 1024, not "
+                             "'%s'",
+                             value);
+        break;
+    default:
+        if (!aopts_number(value, &p->upload_timeout) || p->upload_timeout < 0.1 ||
+            p->upload_timeout > 3600)
+            *rc = sonde_errf(err, err_len,
+                             "--upload-timeout must be a number of seconds from 0.1 to 3600, "
+                             "not '%s'",
+                             value);
+        break;
+    }
+    return 1;
+}
+
+/* Checks the continuous-profile options together. Returns 0 or -EINVAL. */
+static int aopts_period_settle(sonde_attach_args_t *args, char *err, size_t err_len)
+{
+    sonde_attach_period_args_t *p = &args->period;
+    bool any = p->period_dir || p->keep || p->upload_url || p->app_name || p->n_tags ||
+               p->headers_file || p->spool_dir || p->spool_max || p->spool_max_bytes ||
+               p->upload_timeout;
+    if (!p->period_sec) {
+        if (any)
+            return sonde_errf(err, err_len,
+                              "--period-dir, --upload and their options need --period SECONDS");
+        return 0;
+    }
+    if (!p->period_dir && !p->upload_url)
+        return sonde_errf(err, err_len,
+                          "--period needs somewhere to put the profiles: --period-dir DIR "
+                          "and/or --upload URL");
+    if (args->outfile)
+        return sonde_errf(err, err_len,
+                          "--period writes one profile per period (--period-dir, --upload), "
+                          "not -o");
+    if (!p->upload_url && (p->app_name || p->n_tags || p->headers_file || p->spool_dir ||
+                           p->spool_max || p->spool_max_bytes || p->upload_timeout))
+        return sonde_errf(err, err_len,
+                          "--app-name, --tag, --upload-headers-file, --spool-* and "
+                          "--upload-timeout need --upload URL");
+    if (!p->period_dir && p->keep) return sonde_errf(err, err_len, "--keep needs --period-dir");
+    if (!p->keep) p->keep = SONDE_ATTACH_DEFAULT_KEEP;
+    if (!p->spool_max) p->spool_max = SONDE_ATTACH_DEFAULT_SPOOL_MAX;
+    if (!p->spool_max_bytes) p->spool_max_bytes = SONDE_ATTACH_DEFAULT_SPOOL_BYTES;
+    if (!p->upload_timeout) p->upload_timeout = SONDE_ATTACH_DEFAULT_UPLOAD_TIMEOUT;
+    /* Backends take pprof; before the registry has it, JSON. */
+    if (!args->format) args->format = sonde_format_named("pprof");
+    if (!args->format) args->format = sonde_format_named("json");
+    return 0;
+}
+
 /* One option word of attach or record at argv[*i]. Returns 0 or -EINVAL
  * with the message in err. */
 static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int *i,
@@ -99,6 +232,9 @@ static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int 
             sonde_format_list(names, sizeof names, false);
             return sonde_errf(err, err_len, "unknown format '%s' (%s)", value, names);
         }
+    } else if (mode == SONDE_ATTACH_MODE_ATTACH && strncmp(w, "--", 2) == 0 &&
+               aopts_period(argc, argv, i, &args->period, err, err_len, &taken) != 0) {
+        return taken < 0 ? taken : 0;
     } else if (strcmp(w, "--threads") == 0) {
         args->opts.per_thread = true;
     } else if (strcmp(w, "--idle") == 0) {
@@ -137,6 +273,8 @@ static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, i
         if (!aopts_pid(pid_word, &args->pid))
             return sonde_errf(err, err_len, "'%s' is not a process id", pid_word);
     }
+    int rc = aopts_period_settle(args, err, err_len);
+    if (rc < 0) return rc;
     if (args->outfile && !args->format && !(args->format = sonde_format_of_path(args->outfile))) {
         char endings[256];
         sonde_format_list(endings, sizeof endings, true);

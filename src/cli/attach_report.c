@@ -114,25 +114,56 @@ void sonde_attach_cli_progress_end(void)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
+/* Fills what ctx needs beside the defaults: the viewer directory (html;
+ * its path is kept in viewer) and the command's gzip (pprof). */
+static void report_ctx_fill(sonde_report_ctx_t *ctx, sonde_buf_t *viewer)
+{
+    ctx->pprof.compress = sonde_cli_gzip;
+    char pkg_dir[4096];
+    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
+        sonde_buf_printf(viewer, "%s/viewer", pkg_dir);
+        if (!sonde_buf_error(viewer)) ctx->viewer_dir = viewer->data;
+    }
+}
+
+/* Builds the model of what a sampled into prof (initialised). Returns 0
+ * or -errno. */
+static int report_build(const sonde_attach_t *a, sonde_profile_t *prof)
+{
+    int rc = sonde_attach_to_profile(a, NULL, 0, NULL, prof);
+    prof->profile_all = a->opts.files.profile_all;
+    return rc == 0 ? sonde_profile_finish(prof) : rc;
+}
+
+int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *format, sonde_buf_t *out)
+{
+    sonde_profile_t prof;
+    sonde_report_ctx_t ctx;
+    sonde_buf_t viewer = SONDE_BUF_INIT;
+    sonde_profile_init(&prof);
+    sonde_report_ctx_init(&ctx, -1);
+    report_ctx_fill(&ctx, &viewer);
+    int rc = report_build(a, &prof);
+    if (rc == 0) rc = format->write(&prof, &ctx, out);
+    if (rc == 0) rc = sonde_buf_error(out);
+    sonde_buf_free(&viewer);
+    sonde_profile_free(&prof);
+    return rc;
+}
+
 int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
                            const char *outfile, int fd)
 {
     sonde_profile_t prof;
     sonde_report_ctx_t ctx;
     sonde_buf_t viewer = SONDE_BUF_INIT;
-    char pkg_dir[4096];
     const char *what = "build the report";
     sonde_profile_init(&prof);
     /* The terminal decides colour and width only when the output goes to
      * it; a file gets the defaults. */
     sonde_report_ctx_init(&ctx, outfile ? -1 : fd);
-    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
-        sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
-        if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;
-    }
-    int rc = sonde_attach_to_profile(a, NULL, 0, NULL, &prof);
-    prof.profile_all = a->opts.files.profile_all;
-    if (rc == 0) rc = sonde_profile_finish(&prof);
+    report_ctx_fill(&ctx, &viewer);
+    int rc = report_build(a, &prof);
     if (rc == 0) {
         fflush(stdout);
         rc = sonde_report_emit(format, &prof, &ctx, outfile, fd, &what);

@@ -13,6 +13,12 @@
 /* The whole command: argv[0] is the program name. Returns the exit status. */
 int sonde_cli_main(int argc, char **argv);
 
+struct sonde_buf;
+/* gzip (RFC 1952) of len bytes of data, appended to out, with zlib: the
+ * command's compress callback for pprof (sonde_compress_fn, report.h;
+ * gzip.c). Returns 0, -ENOMEM or -EIO; on error out is as it was. */
+int sonde_cli_gzip(const void *data, size_t len, struct sonde_buf *out, void *unused);
+
 /* `sonde run`: argv[0..argc-1] are the words after "run". */
 int sonde_cli_run(int argc, char **argv);
 

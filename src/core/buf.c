@@ -60,7 +60,7 @@ static int buf_reserve(sonde_buf_t *b, size_t extra)
 void sonde_buf_append(sonde_buf_t *b, const void *data, size_t len)
 {
     if (buf_reserve(b, len)) return;
-    memcpy(b->data + b->len, data, len);
+    if (len) memcpy(b->data + b->len, data, len); /* data may be NULL when len is 0 */
     b->len += len;
     b->data[b->len] = 0;
 }

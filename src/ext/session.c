@@ -237,9 +237,11 @@ static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
 }
 
 /* Builds and writes the report. No Python API: runs with or without the
- * GIL. A report for stderr is not written when the session started with
- * fd 2 closed. Returns 0 or -errno; *what names the failing step. */
-static int session_report(sonde_session_t *s, const char **what)
+ * GIL; python_thread: the caller is a Python thread that released the GIL,
+ * which pprof's gzip (Python's zlib) may take back. A report for stderr is
+ * not written when the session started with fd 2 closed. Returns 0 or
+ * -errno; *what names the failing step. */
+static int session_report(sonde_session_t *s, bool python_thread, const char **what)
 {
     sonde_profile_t prof;
     int rc;
@@ -258,6 +260,7 @@ static int session_report(sonde_session_t *s, const char **what)
     if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
     if ((rc = sonde_cells_apply(&s->cells, &prof)) < 0) goto done;
     prof.profile_all = s->opts.profile_all;
+    prof.pid = (int)getpid();
     if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
     if (to_collector) {
         rc = session_hand_over(s, &prof, what);
@@ -272,6 +275,8 @@ static int session_report(sonde_session_t *s, const char **what)
     ctx.text.cpu_percent_threshold = s->opts.cpu_percent_threshold;
     ctx.text.all_lines = s->opts.all_lines;
     ctx.viewer_dir = s->viewer_dir;
+    ctx.pprof.compress = sonde_ext_gzip; /* plain protobuf off Python's threads */
+    ctx.pprof.compress_arg = python_thread ? SONDE_EXT_GZIP_TAKE_GIL : NULL;
     rc = sonde_report_emit(s->opts.format ? s->opts.format : sonde_format_default(), &prof, &ctx,
                            s->outfile, 2, what);
 done:
@@ -321,7 +326,7 @@ static void session_on_terminate(void)
         session.exit_known = true;
         session.exit_status = 128 + SIGTERM;
         snprintf(session.exit_exception, sizeof session.exit_exception, "SIGTERM");
-        int rc = session_report(&session, &what);
+        int rc = session_report(&session, false, &what);
         if (rc < 0) session_report_error(&session, what, rc);
     }
     signal(SIGTERM, SIG_DFL);
@@ -530,7 +535,7 @@ void sonde_session_before_exec_gil(void)
     s->exec_paused = true;
     const char *what = "";
     PyThreadState *save = PyEval_SaveThread();
-    int rc = session_report(s, &what);
+    int rc = session_report(s, true, &what);
     PyEval_RestoreThread(save);
     if (rc < 0) session_report_error(s, what, rc);
 }
@@ -765,7 +770,7 @@ static int session_stop(bool flush_streams, bool write_report)
         if (flush_streams) session_flush_python_streams();
         /* without the cells' text the report still names their lines */
         if (sonde_cells_collect_gil(&s->cells, &s->filter) < 0) sonde_cells_free(&s->cells);
-        Py_BEGIN_ALLOW_THREADS rc = session_report(s, &what);
+        Py_BEGIN_ALLOW_THREADS rc = session_report(s, true, &what);
         Py_END_ALLOW_THREADS if (rc < 0)
         {
             if (s->from_run)

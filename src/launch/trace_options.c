@@ -17,8 +17,8 @@ const char *const sonde_trace_sort_choices[] = {
 };
 
 const char sonde_trace_usage[] =
-    "usage: sonde trace [-o OUTFILE] [-s SORT] script.py [args ...]\n"
-    "       sonde trace [-o OUTFILE] [-s SORT] -m module [args ...]\n"
+    "usage: sonde trace [-o OUTFILE [-f FORMAT]] [-s SORT] script.py [args ...]\n"
+    "       sonde trace [-o OUTFILE [-f FORMAT]] [-s SORT] -m module [args ...]\n"
     "\n"
     "Runs a Python program exactly as `python3 script.py args` would and\n"
     "records every function call, as `python3 -m cProfile` does, at a fraction\n"
@@ -28,7 +28,11 @@ const char sonde_trace_usage[] =
     "\n"
     "options:\n"
     "  -o, --outfile OUTFILE  save the statistics to OUTFILE (written atomically)\n"
-    "                         instead of printing the report\n"
+    "                         instead of printing the report: a pstats file, or\n"
+    "                         pprof (gzipped profile.proto) when OUTFILE ends in\n"
+    "                         .pb.gz or .pprof\n"
+    "  -f, --format FORMAT    the -o file's format: pstats or pprof (flat: each\n"
+    "                         function's calls and own time, no callers)\n"
     "  -s, --sort SORT        sort order of the printed report, one of calls,\n"
     "                         cumtime, cumulative, filename, line, module, name,\n"
     "                         ncalls, nfl, pcalls, stdname, time, tottime\n"
@@ -42,7 +46,7 @@ const char sonde_trace_usage[] =
 
 /* Matches a long option as optparse does: the full name or an unambiguous
  * prefix of it (at least "--" plus one letter), optionally followed by
- * "=value". The long options here (--outfile, --sort, --help) start with
+ * "=value". The long options here (--outfile, --format, --sort, --help) start with
  * different letters, so every prefix is unambiguous. Returns the length of
  * the name part of arg when it names `name`, else 0. */
 static size_t topts_long(const char *arg, const char *name)
@@ -116,6 +120,12 @@ int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv
             opts->outfile = value;
             continue;
         }
+        if ((rc = topts_valued(argc, argv, &i, 'f', "--format", &value)) != 0) {
+            if (rc < 0 || (strcmp(value, "pstats") != 0 && strcmp(value, "pprof") != 0))
+                return sonde_errf(err, err_len, "option -f needs a format: pstats or pprof%s", "");
+            opts->format = value;
+            continue;
+        }
         if ((rc = topts_valued(argc, argv, &i, 's', "--sort", &value)) != 0) {
             if (rc < 0) return sonde_errf(err, err_len, "option -s needs a sort key%s", "");
             if (!topts_valid_sort(value))
@@ -130,6 +140,8 @@ int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv
         return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde trace --help')", arg);
     }
     opts->n_option_tokens = i;
+    if (opts->format && strcmp(opts->format, "pprof") == 0 && !opts->outfile)
+        return sonde_errf(err, err_len, "-f pprof needs -o OUTFILE (pprof is binary)%s", "");
     if (!need_program) {
         if (i < argc)
             return sonde_errf(err, err_len, "unexpected argument '%s' among the options", argv[i]);

@@ -1,7 +1,8 @@
 /* trace_options.h — the options of `sonde trace`, parsed once for every entry.
  *
  * Owns: sonde_trace_opts_t and its parser, which accepts what
- * `python3 -m cProfile` accepts: [-o OUTFILE] [-s SORT] (script | -m module)
+ * `python3 -m cProfile` accepts: [-o OUTFILE] [-s SORT] (script | -m module),
+ * and -f/--format pstats|pprof for the -o file,
  * with optparse's spellings (-oFILE, --outfile=FILE, unique prefixes of the
  * long names) and options ending at the program. The command-line tool
  * parses the user's words with it to check them; the launcher hands the
@@ -17,6 +18,8 @@
 
 typedef struct sonde_trace_opts {
     const char *outfile; /* -o/--outfile, borrowed; NULL = print the report */
+    const char *format;  /* -f/--format: "pstats" or "pprof", borrowed; NULL =
+                            by -o's ending (.pb.gz, .pprof: pprof), else pstats */
     const char *sort;    /* -s/--sort, borrowed; NULL = the interpreter's
                             cProfile default (stdname before 3.11, then
                             cumulative) */

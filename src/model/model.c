@@ -260,6 +260,8 @@ static int model_file_new(sonde_file_stats_t *file, const char *path, const char
     file->cap_lines = file->cap_funcs = MODEL_INITIAL_CAP;
     file->n_lines = file->n_funcs = 1;
     file->lines[0].lineno = lineno;
+    file->lines[0].func_name = name;
+    file->lines[0].func_firstlineno = func_firstlineno;
     file->funcs[0].name = name;
     file->funcs[0].firstlineno = func_firstlineno;
     return 0;
@@ -304,7 +306,8 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path, const char *func_
         }
         /* Nothing can fail from here on. */
         if (!line_found) {
-            sonde_line_stats_t line = {.lineno = lineno};
+            sonde_line_stats_t line = {.lineno = lineno, .func_firstlineno = func_firstlineno};
+            line.func_name = func_found ? file->funcs[func_at].name : new_func_name;
             model_insert_at(file->lines, file->n_lines, line_at, &line, sizeof line);
             file->n_lines++;
         }

@@ -82,10 +82,13 @@ bool sonde_partial_any(const sonde_partial_t *partial);
 
 typedef struct sonde_line_stats {
     int lineno;
-    sonde_ns_t python_ns; /* on CPU, executing bytecode */
-    sonde_ns_t native_ns; /* on CPU, inside native code called from the line */
-    sonde_ns_t system_ns; /* off CPU, blocked in the kernel (I/O, sleep) */
-    uint64_t samples;     /* samples that landed on the line */
+    const char *func_name; /* borrowed from the file's funcs: the function of
+                              the line's first sample (pprof's locations) */
+    int func_firstlineno;  /* that function's first line */
+    sonde_ns_t python_ns;  /* on CPU, executing bytecode */
+    sonde_ns_t native_ns;  /* on CPU, inside native code called from the line */
+    sonde_ns_t system_ns;  /* off CPU, blocked in the kernel (I/O, sleep) */
+    uint64_t samples;      /* samples that landed on the line */
     sonde_line_memory_t mem;
     sonde_line_gpu_t gpu;
 } sonde_line_stats_t;
@@ -172,11 +175,13 @@ typedef struct sonde_profile {
     size_t n_stacks, cap_stacks;
     struct sonde_stack_index *stack_index; /* owned; lookup, private */
     char **thread_names;                   /* owned; thread i's name (stacks' thread) */
+    struct sonde_thread_ids *thread_ids;   /* owned; thread i's pid and tid (0: unknown) */
     size_t n_threads;
 
     /* The processes profiled, in the order they were added. */
     sonde_process_t *processes; /* owned */
     size_t n_processes, cap_processes;
+    int pid; /* the profiled process (one process; 0: unknown or several) */
 } sonde_profile_t;
 
 /* One interned frame of a call stack. */
@@ -193,7 +198,13 @@ typedef struct sonde_stack {
     int thread; /* index into thread_names, or -1 when merged */
     uint64_t samples;
     sonde_ns_t ns; /* time the stack stood for */
+    /* ns by kind: Python, native, system (SONDE_KIND_*); all 0 when the
+     * producer did not tell (sonde_profile_add_stack; trace's flat model) */
+    sonde_ns_t kind_ns[3];
 } sonde_stack_t;
+
+/* The kinds of time, as the line figures split it. */
+enum { SONDE_KIND_PYTHON, SONDE_KIND_NATIVE, SONDE_KIND_SYSTEM, SONDE_N_KINDS };
 
 /* Initialises an empty profile. */
 void sonde_profile_init(sonde_profile_t *prof);
@@ -247,8 +258,24 @@ int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *f
  * -ENOMEM (unchanged on error). */
 int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
                             uint32_t depth, int thread, uint64_t samples, sonde_ns_t ns);
-/* The index of a thread named `name` (created on first use), or -ENOMEM. */
+/* The same with the time split by kind (kind_ns[SONDE_KIND_*]; ns is their
+ * sum). Same returns. */
+int sonde_profile_add_stack_kinds(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
+                                  uint32_t depth, int thread, uint64_t samples,
+                                  const sonde_ns_t kind_ns[SONDE_N_KINDS]);
+/* The index of a thread named `name` (created on first use, its ids 0),
+ * or -ENOMEM. */
 int sonde_profile_thread(sonde_profile_t *prof, const char *name);
+
+/* A thread's process and kernel thread ids (0: unknown). */
+typedef struct sonde_thread_ids {
+    int pid;
+    int tid;
+} sonde_thread_ids_t;
+
+/* Records thread index's ids (an index sonde_profile_thread gave; others
+ * are ignored). */
+void sonde_profile_thread_ids(sonde_profile_t *prof, int index, int pid, int tid);
 
 /* Sorts files, lines and functions, computes totals and loads each file's
  * source text from disk (a missing file leaves source NULL). Returns 0 or

@@ -1,7 +1,7 @@
 /* stacks.c — call stacks in the profile model (flame graphs).
  *
- * Owns: interned frames, unique stacks with their weights, thread names:
- * sonde_profile_add_stack and sonde_profile_thread. Producers are the
+ * Owns: interned frames, unique stacks with their weights, thread names and
+ * ids: sonde_profile_add_stack, sonde_profile_thread, sonde_profile_thread_ids. Producers are the
  * attach reader and `sonde run --stacks`; the folded, SVG, speedscope and
  * HTML writers read prof->stacks / prof->frames. Frames and stacks are
  * found through one open-addressed index (hash of the frame's strings and
@@ -142,8 +142,18 @@ static int64_t stacks_intern_frame(sonde_profile_t *prof, const sonde_stack_fram
     return (int64_t)prof->n_frames - 1;
 }
 
-int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
-                            uint32_t depth, int thread, uint64_t samples, sonde_ns_t ns)
+/* Adds a stack's weight: ns, and its split by kind when kind_ns is given. */
+static void stacks_weigh(sonde_stack_t *s, uint64_t samples, sonde_ns_t ns,
+                         const sonde_ns_t *kind_ns)
+{
+    s->samples += samples;
+    s->ns += ns;
+    for (int k = 0; kind_ns && k < SONDE_N_KINDS; k++)
+        s->kind_ns[k] += kind_ns[k];
+}
+
+static int stacks_add(sonde_profile_t *prof, const sonde_stack_frame_t *frames, uint32_t depth,
+                      int thread, uint64_t samples, sonde_ns_t ns, const sonde_ns_t *kind_ns)
 {
     uint32_t local[256];
     uint32_t *ids = local;
@@ -167,8 +177,7 @@ int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *fr
         if (!(slot & STACKS_IS_STACK)) continue;
         sonde_stack_t *s = &prof->stacks[(size_t)(slot & ~STACKS_IS_STACK) - 1];
         if (stacks_stack_eq(s, ids, depth, thread)) {
-            s->samples += samples;
-            s->ns += ns;
+            stacks_weigh(s, samples, ns, kind_ns);
             goto done;
         }
     }
@@ -184,13 +193,28 @@ int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *fr
     if (depth) memcpy(s->frames, ids, depth * sizeof *ids);
     s->depth = depth;
     s->thread = thread;
-    s->samples = samples;
-    s->ns = ns;
+    s->samples = s->ns = 0;
+    memset(s->kind_ns, 0, sizeof s->kind_ns);
+    stacks_weigh(s, samples, ns, kind_ns);
     ix->slots[j] = STACKS_IS_STACK | (uint64_t)(++prof->n_stacks);
     ix->used++;
 done:
     if (ids != local) free(ids);
     return rc;
+}
+
+int sonde_profile_add_stack(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
+                            uint32_t depth, int thread, uint64_t samples, sonde_ns_t ns)
+{
+    return stacks_add(prof, frames, depth, thread, samples, ns, NULL);
+}
+
+int sonde_profile_add_stack_kinds(sonde_profile_t *prof, const sonde_stack_frame_t *frames,
+                                  uint32_t depth, int thread, uint64_t samples,
+                                  const sonde_ns_t kind_ns[SONDE_N_KINDS])
+{
+    sonde_ns_t ns = kind_ns[0] + kind_ns[1] + kind_ns[2];
+    return stacks_add(prof, frames, depth, thread, samples, ns, kind_ns);
 }
 
 int sonde_profile_thread(sonde_profile_t *prof, const char *name)
@@ -200,9 +224,19 @@ int sonde_profile_thread(sonde_profile_t *prof, const char *name)
     char **names = realloc(prof->thread_names, (prof->n_threads + 1) * sizeof *names);
     if (!names) return -ENOMEM;
     prof->thread_names = names;
+    sonde_thread_ids_t *ids = realloc(prof->thread_ids, (prof->n_threads + 1) * sizeof *ids);
+    if (!ids) return -ENOMEM;
+    prof->thread_ids = ids;
+    ids[prof->n_threads] = (sonde_thread_ids_t){0, 0};
     names[prof->n_threads] = strdup(name ? name : "");
     if (!names[prof->n_threads]) return -ENOMEM;
     return (int)prof->n_threads++;
+}
+
+void sonde_profile_thread_ids(sonde_profile_t *prof, int index, int pid, int tid)
+{
+    if (index < 0 || (size_t)index >= prof->n_threads) return;
+    prof->thread_ids[index] = (sonde_thread_ids_t){pid, tid};
 }
 
 void sonde__stacks_free(sonde_profile_t *prof)
@@ -220,6 +254,8 @@ void sonde__stacks_free(sonde_profile_t *prof)
     for (size_t i = 0; i < prof->n_threads; i++)
         free(prof->thread_names[i]);
     free(prof->thread_names);
+    free(prof->thread_ids);
+    prof->thread_ids = NULL;
     prof->frames = NULL;
     prof->stacks = NULL;
     prof->stack_index = NULL;

@@ -60,6 +60,12 @@ static int format_speedscope(const sonde_profile_t *prof, const sonde_report_ctx
     return sonde_report_speedscope(prof, out);
 }
 
+static int format_pprof(const sonde_profile_t *prof, const sonde_report_ctx_t *ctx,
+                        sonde_buf_t *out)
+{
+    return sonde_report_pprof(prof, &ctx->pprof, out);
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static const char *const format_no_names[] = {NULL};
@@ -71,10 +77,11 @@ static const char *const format_folded_ext[] = {".folded", ".collapsed", NULL};
 static const char *const format_svg_alias[] = {"flamegraph", NULL};
 static const char *const format_svg_ext[] = {".svg", NULL};
 static const char *const format_speedscope_ext[] = {".speedscope.json", NULL};
+static const char *const format_pprof_ext[] = {".pb.gz", ".pprof", NULL};
 
-/* The first entry is the default. A future pprof entry goes here:
- *   {"pprof", format_no_names, format_pprof_ext, NULL, true, format_pprof}
- * with its writer in pprof.c (sonde_buf_t holds binary data as well). */
+/* The first entry is the default. pprof is binary (sonde_buf_t holds any
+ * bytes) and drawn from stacks when the profile has them, else from lines:
+ * it does not make a command record stacks. */
 const sonde_format_t sonde_formats[] = {
     {"text", format_no_names, format_text_ext, NULL, false, format_text},
     {"json", format_no_names, format_json_ext, NULL, false, format_json},
@@ -82,6 +89,7 @@ const sonde_format_t sonde_formats[] = {
     {"folded", format_folded_alias, format_folded_ext, NULL, true, format_folded},
     {"svg", format_svg_alias, format_svg_ext, NULL, true, format_svg},
     {"speedscope", format_no_names, format_speedscope_ext, NULL, true, format_speedscope},
+    {"pprof", format_no_names, format_pprof_ext, "profile.pb.gz", false, format_pprof},
 };
 const size_t sonde_n_formats = SONDE_ARRAY_LEN(sonde_formats);
 

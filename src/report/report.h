@@ -100,6 +100,32 @@ int sonde_report_speedscope(const sonde_profile_t *prof, sonde_buf_t *out);
 int sonde_profile_load_json(sonde_profile_t *prof, const char *text, size_t len, char *err,
                             size_t err_len);
 
+/* ---- pprof (pprof.c) -----------------------------------------------------
+ * profile.proto (https://github.com/google/pprof/blob/main/proto/profile.proto),
+ * gzipped by the caller's compress callback. */
+
+/* Compresses len bytes of data as gzip (RFC 1952) and appends them to out.
+ * Returns 0 or -errno; -ENOSYS (no compressor here: out unchanged) has
+ * the writer append the plain protobuf instead. The command gives one built on zlib
+ * (src/cli/gzip.c); the extension module one that calls the interpreter's
+ * own zlib module (src/ext/gzip.c), so that the module links no zlib. */
+typedef int (*sonde_compress_fn)(const void *data, size_t len, sonde_buf_t *out, void *arg);
+
+typedef struct sonde_pprof_opts {
+    sonde_compress_fn compress; /* NULL: plain protobuf (pprof reads it too) */
+    void *compress_arg;
+    const char *count_type; /* the first sample type (NULL: "samples";
+                               `sonde trace`: "calls") */
+    int64_t time_nanos;     /* when profiling started (Unix ns); 0: now
+                               less the profile's elapsed time */
+} sonde_pprof_opts_t;
+
+/* pprof's profile (see pprof.c's banner for what goes in). Appends to out;
+ * on error out is left as it was. Returns 0, -ENOMEM or the compress
+ * callback's error. */
+int sonde_report_pprof(const sonde_profile_t *prof, const sonde_pprof_opts_t *opts,
+                       sonde_buf_t *out);
+
 /* ---- the format registry (format.c) -------------------------------------
  * One table of every format; every command picks from it (by --format, or
  * by the output file's name) and writes through sonde_report_emit. A new
@@ -107,8 +133,9 @@ int sonde_profile_load_json(sonde_profile_t *prof, const char *text, size_t len,
 
 /* What a writer may need besides the profile. */
 typedef struct sonde_report_ctx {
-    sonde_text_opts_t text; /* the terminal report's options (sonde_report_ctx_init) */
-    const char *viewer_dir; /* html: <package>/viewer, borrowed; NULL: html fails */
+    sonde_text_opts_t text;   /* the terminal report's options (sonde_report_ctx_init) */
+    const char *viewer_dir;   /* html: <package>/viewer, borrowed; NULL: html fails */
+    sonde_pprof_opts_t pprof; /* pprof: compression (the caller's), sample names */
 } sonde_report_ctx_t;
 
 typedef struct sonde_format {

@@ -51,6 +51,15 @@ void sonde_accum_free(sonde_accum_t *acc)
     memset(acc, 0, sizeof *acc);
 }
 
+void sonde_accum_clear(sonde_accum_t *acc)
+{
+    if (acc->lines) memset(acc->lines, 0, acc->lines_cap * sizeof *acc->lines);
+    if (acc->stacks) memset(acc->stacks, 0, acc->stacks_cap * sizeof *acc->stacks);
+    acc->lines_used = acc->stacks_used = acc->pool_len = 0;
+    acc->unattributed_ns = 0;
+    memset(&acc->partial, 0, sizeof acc->partial);
+}
+
 /* ---- lines -------------------------------------------------------------------- */
 
 sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key)
@@ -162,7 +171,7 @@ static uint64_t accum_left_out(const sonde_aframe_t *frames, uint32_t depth)
 
 /* Finds or adds the stack. Returns 0 or -ENOMEM. */
 static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
-                           uint32_t depth, uint64_t samples, sonde_ns_t ns)
+                           uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind)
 {
     if ((acc->stacks_used + 1) * 2 > acc->stacks_cap && accum_stacks_grow(acc) < 0) return -ENOMEM;
     uint64_t h = accum_stack_hash(thread, frames, depth);
@@ -173,6 +182,7 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
             (depth == 0 || memcmp(acc->pool + s->frames, frames, depth * sizeof *frames) == 0)) {
             s->samples += samples;
             s->ns += ns;
+            if (kind >= 0) s->kind_ns[kind] += ns;
             return 0;
         }
     }
@@ -185,6 +195,8 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
     s->frames = (size_t)at;
     s->samples = samples;
     s->ns = ns;
+    memset(s->kind_ns, 0, sizeof s->kind_ns);
+    if (kind >= 0) s->kind_ns[kind] = ns;
     acc->stacks_used++;
     return 0;
 }
@@ -192,8 +204,15 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
 int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
                           uint32_t depth, uint64_t samples, sonde_ns_t ns)
 {
+    return sonde_accum_add_stack_kind(acc, thread, frames, depth, samples, ns, -1);
+}
+
+int sonde_accum_add_stack_kind(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                               uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind)
+{
     sonde_assert(depth <= SONDE_STACK_MAX_DEPTH);
-    int rc = accum_stack_put(acc, thread, frames, depth, samples, ns);
+    sonde_assert(kind >= -1 && kind < SONDE_N_KINDS);
+    int rc = accum_stack_put(acc, thread, frames, depth, samples, ns, kind);
     if (rc < 0) {
         acc->partial.dropped_samples += samples;
         return rc;

@@ -103,6 +103,7 @@ static int convert_threads(const sonde_accum_t *acc, const sonde_accum_convert_t
             snprintf(name + at, sizeof name - (size_t)at, "thread (unknown id)");
         int index = sonde_profile_thread(prof, name);
         if (index < 0) return index;
+        sonde_profile_thread_ids(prof, index, (int)how->main_tid, tid > 0 ? (int)tid : 0);
         indices[s] = index;
     }
     return 0;
@@ -154,7 +155,11 @@ static int convert_stacks(const sonde_accum_t *acc, struct convert_paths *paths,
         rc = convert_frames(acc->pool + s->frames, depth, paths, frames, mark, sizeof mark);
         if (rc < 0) goto done;
         int thread = how->per_thread && s->thread < acc->n_slots ? indices[s->thread] : -1;
-        rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
+        /* the split by kind when the producer told it (it then adds up) */
+        if (s->kind_ns[0] + s->kind_ns[1] + s->kind_ns[2] == s->ns)
+            rc = sonde_profile_add_stack_kinds(prof, frames, depth, thread, s->samples, s->kind_ns);
+        else
+            rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
         if (rc < 0) goto done;
     }
 done:

@@ -332,6 +332,7 @@ typedef struct sonde_stack_acc {
     size_t frames; /* offset into the pool; innermost first */
     uint64_t samples;
     sonde_ns_t ns;
+    sonde_ns_t kind_ns[3]; /* ns by kind (SONDE_KIND_*, model.h); 0s when not told */
 } sonde_stack_acc_t;
 
 /* What one process's sampling gathered. */
@@ -352,6 +353,11 @@ typedef struct sonde_accum {
 
 void sonde_accum_init(sonde_accum_t *acc);
 void sonde_accum_free(sonde_accum_t *acc);
+/* Empties acc for the next period of a continuous profile (`sonde attach
+ * --period`): no lines, stacks, unattributed time or partial counts, but
+ * the tables keep their memory and the thread slots their tids, so a long
+ * run reuses what its busiest period needed. */
+void sonde_accum_clear(sonde_accum_t *acc);
 /* The line's accumulator (key non-zero), created zeroed if needed; NULL
  * when memory runs out. Valid until the next call. */
 sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
@@ -373,6 +379,10 @@ uint32_t sonde_accum_slot(sonde_accum_t *acc, pid_t tid);
  * sample (partial.dropped_samples). Returns 0 or -ENOMEM. */
 int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
                           uint32_t depth, uint64_t samples, sonde_ns_t ns);
+/* The same with the time split by kind: kind (SONDE_KIND_*) gets ns, the
+ * sampler's and attach reader's stacks (the pprof writer labels them). */
+int sonde_accum_add_stack_kind(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                               uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind);
 
 /* ---- into the model (convert.c) ------------------------------------------------------ */
 

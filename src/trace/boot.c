@@ -3,7 +3,8 @@
  * Owns: sonde_trace_boot_gil (called by src/ext/boot.c from the
  * sitecustomize hook, before the program's first line), the root-frame
  * logic and the atexit handler that prints cProfile's report or writes
- * the -o file. The interpreter then runs the program natively (argv,
+ * the -o file (a pstats file, or pprof when its name ends in .pb.gz or
+ * .pprof: flat, src/trace/pstats_model.c). The interpreter then runs the program natively (argv,
  * __main__, tracebacks and exit status are Python's own); the tracer is
  * enabled at boot but "armed": it ignores every event until the program's
  * main frame starts on the main thread (the script's <module>, or runpy's
@@ -21,6 +22,7 @@
 
 #include "../core/file.h"
 #include "../launch/trace_options.h"
+#include "../report/report.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -28,8 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static sonde_trace_prof_t *boot_prof; /* owned; NULL when not tracing from boot */
-static char *boot_outfile;            /* owned; absolute; NULL = print */
+static sonde_trace_prof_t *boot_prof;     /* owned; NULL when not tracing from boot */
+static char *boot_outfile;                /* owned; absolute; NULL = print */
+static const sonde_format_t *boot_format; /* pprof when -f or -o's ending asks
+                                             for it (.pb.gz, .pprof); NULL: pstats */
 static sonde_trace_sort_t boot_sort;
 static pid_t boot_pid;
 
@@ -130,7 +134,23 @@ static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
                    p->armed ? " (the program's main code never started)" : "", NULL);
         goto done;
     }
-    if (boot_outfile) {
+    if (boot_outfile && boot_format) {
+        /* built with the GIL (the gzip callback calls Python's zlib) */
+        sonde_buf_t data = SONDE_BUF_INIT;
+        sonde_report_ctx_t ctx;
+        sonde_report_ctx_init(&ctx, -1);
+        ctx.pprof.compress = sonde_ext_gzip;
+        ctx.pprof.count_type = "calls";
+        int rc = sonde_trace_report(&stats, boot_format, &ctx, &data);
+        if (rc == 0) {
+            Py_BEGIN_ALLOW_THREADS rc = sonde_write_output(boot_outfile, data.data, data.len);
+            Py_END_ALLOW_THREADS
+        }
+        if (rc < 0)
+            boot_error("sonde: cannot write the statistics to '%s': %s", boot_outfile,
+                       strerror(-rc));
+        sonde_buf_free(&data);
+    } else if (boot_outfile) {
         int rc;
         Py_BEGIN_ALLOW_THREADS rc = sonde_trace_write_stats(boot_outfile, &stats);
         Py_END_ALLOW_THREADS if (rc < 0) boot_error(
@@ -270,6 +290,11 @@ int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
         PyErr_NoMemory();
         return -1;
     }
+    boot_format = NULL;
+    const sonde_format_t *asked = opts.format    ? sonde_format_named(opts.format)
+                                  : opts.outfile ? sonde_format_of_path(opts.outfile)
+                                                 : NULL;
+    if (asked && strcmp(asked->name, "pprof") == 0) boot_format = asked;
     sonde_trace_prof_t *p =
         (sonde_trace_prof_t *)PyObject_CallObject((PyObject *)&sonde_trace_prof_type, NULL);
     if (!p) return -1;

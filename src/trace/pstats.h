@@ -69,4 +69,13 @@ int sonde_trace_sort_number(sonde_trace_sort_t *sort, long number);
 int sonde_trace_text_report(const sonde_trace_stats_t *s, const sonde_trace_sort_t *sort,
                             sonde_buf_t *out);
 
+struct sonde_format;
+struct sonde_report_ctx;
+/* The statistics as a flat profile (pstats_model.c: one one-frame stack
+ * per row, weighted by its internal time, counted by its calls) written
+ * in a format of the registry (report.h; `sonde trace` uses pprof).
+ * Appends to out. Returns 0, -ENOMEM or the writer's error. */
+int sonde_trace_report(const sonde_trace_stats_t *s, const struct sonde_format *format,
+                       const struct sonde_report_ctx *ctx, sonde_buf_t *out);
+
 #endif

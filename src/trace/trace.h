@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 
+struct sonde_buf;
+
 /* Adds the tracer's API to the sonde._sonde module (Profile, run, runctx,
  * ...). Returns 0 or -1 with an exception. */
 int sonde_trace_module_init(PyObject *module);
@@ -44,6 +46,18 @@ void sonde_trace_boot_after_exec_gil(void);
  * exception; unwrap never fails. */
 int sonde_exec_wrap_gil(void);
 void sonde_exec_unwrap_gil(void);
+
+/* (src/ext/gzip.c) The module's compress callback for pprof
+ * (sonde_compress_fn, report.h): gzip through the interpreter's own zlib
+ * module (compressobj with wbits 31), so that the module links no zlib.
+ * Runs when this thread holds the GIL, or takes it back (PyGILState) when
+ * arg is SONDE_EXT_GZIP_TAKE_GIL (a Python thread that released it);
+ * elsewhere (the report after SIGTERM, on the sampler thread), or without
+ * a zlib module, it returns -ENOSYS and the writer leaves the protobuf
+ * uncompressed. Never raises (a pending exception is kept). Returns 0,
+ * -ENOSYS or -ENOMEM. */
+int sonde_ext_gzip(const void *data, size_t len, struct sonde_buf *out, void *arg);
+#define SONDE_EXT_GZIP_TAKE_GIL ((void *)1)
 
 /* (src/ext/boot.c) True when the interpreter could not start the program's
  * main script: it reported (sys.last_value) an exception that no frame

@@ -22,7 +22,8 @@ def test_help_and_version(env):
     check(run.returncode == 0, run.stderr)
     for opt in ("--interval", "--virtual-time", "--profile-all", "--profile-only", "--profile-exclude",
                 "--cpu-percent-threshold", "--all-lines", "--json", "--html", "--format", "--output",
-                "--outfile", "-m", "svg", "folded", "speedscope", ".speedscope.json"):
+                "--outfile", "-m", "svg", "folded", "speedscope", ".speedscope.json", "pprof",
+                ".pb.gz", ".pprof"):
         check(opt in run.stdout, "run --help does not document %s" % opt)
     ver = env.run_sonde(["--version"])
     check(ver.returncode == 0 and ver.stdout.startswith("sonde "), ver.stdout)

@@ -181,7 +181,7 @@ def test_run_writes_every_format(env):
 
     bad = env.run_sonde(["run", "--format", "png", script])
     check(bad.returncode == 2 and bad.stderr.strip() ==
-          "sonde: unknown format 'png' (text, json, html, folded, svg, speedscope)", bad.stderr)
+          "sonde: unknown format 'png' (text, json, html, folded, svg, speedscope, pprof)", bad.stderr)
     bad = env.run_sonde(["run", "--json", "-f", "svg", script])
     check(bad.returncode == 2 and "--json and -f ask for different formats" in bad.stderr, bad.stderr)
 

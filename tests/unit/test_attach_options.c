@@ -97,7 +97,7 @@ static void test_attach_errors(void)
         {"aopts_err_format",
          {"-f", "png", "1"},
          "unknown format 'png' (text, json, html, "
-         "folded, svg, speedscope)",
+         "folded, svg, speedscope, pprof)",
          3},
         {"aopts_err_ending",
          {"-o", "out.prof", "1"},
@@ -208,8 +208,69 @@ static void test_file_options(void)
     sonde_attach_args_free(&a);
 }
 
+/* --period and its companions (continuous profiles, attach only). */
+static void test_period_options(void)
+{
+    sonde_attach_args_t a;
+    char err[512];
+    int rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 14, "7", "--period", "0.5",
+                   "--period-dir=d", "--keep", "3", "--upload", "http://h:4040", "--tag",
+                   "env=prod", "--tag=zone=b", "--app-name", "svc", "--upload-timeout=2");
+    check(rc == 0 && a.period.period_sec == 0.5 && strcmp(a.period.period_dir, "d") == 0 &&
+              a.period.keep == 3 && strcmp(a.period.upload_url, "http://h:4040") == 0 &&
+              a.period.n_tags == 2 && strcmp(a.period.tags[1], "zone=b") == 0 &&
+              strcmp(a.period.app_name, "svc") == 0 && a.period.upload_timeout == 2 &&
+              a.period.spool_max == SONDE_ATTACH_DEFAULT_SPOOL_MAX &&
+              a.period.spool_max_bytes == SONDE_ATTACH_DEFAULT_SPOOL_BYTES,
+          "aopts_period_all", "rc %d err %s", rc, err);
+    const sonde_format_t *want =
+        sonde_format_named("pprof") ? sonde_format_named("pprof") : sonde_format_named("json");
+    check(rc == 0 && a.format == want, "aopts_period_default_format", "%s",
+          a.format ? a.format->name : "NULL");
+    sonde_attach_args_free(&a);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "7", "--period", "1",
+               "--period-dir", "d");
+    check(rc == 0 && a.period.keep == SONDE_ATTACH_DEFAULT_KEEP && !a.period.upload_url,
+          "aopts_period_dir_only", "rc %d err %s", rc, err);
+    sonde_attach_args_free(&a);
+    struct {
+        const char *name, *words[4], *message;
+    } bad[] = {
+        {"aopts_period_needs_destination", {"--period", "1"}, "--period needs somewhere"},
+        {"aopts_period_too_small", {"--period", "0.001", "--period-dir", "d"}, "0.01 to 86400"},
+        {"aopts_dir_needs_period", {"--period-dir", "d"}, "need --period SECONDS"},
+        {"aopts_period_not_with_o", {"--period=1", "--period-dir=d", "-o", "x.json"}, "not -o"},
+        {"aopts_tag_needs_upload",
+         {"--period=1", "--period-dir=d", "--tag", "a=b"},
+         "need --upload URL"},
+        {"aopts_keep_needs_dir",
+         {"--period=1", "--upload=http://h", "--keep", "2"},
+         "--keep needs --period-dir"},
+        {"aopts_keep_zero", {"--period=1", "--period-dir=d", "--keep", "0"}, "--keep must be"},
+        {"aopts_upload_needs_value", {"--period=1", "--upload"}, "option --upload needs a value"},
+    };
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(bad); i++) {
+        int n = 0;
+        while (n < 4 && bad[i].words[n])
+            n++;
+        char *argv[6] = {"7"};
+        for (int k = 0; k < n; k++)
+            argv[k + 1] = (char *)bad[i].words[k];
+        err[0] = 0;
+        rc = sonde_attach_args_parse(SONDE_ATTACH_MODE_ATTACH, n + 1, argv, &a, err, sizeof err);
+        check(rc == -EINVAL && strstr(err, bad[i].message), bad[i].name, "rc %d err %s", rc, err);
+        sonde_attach_args_free(&a);
+    }
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 6, "--period", "1", "--period-dir",
+               "d", "--", "python3");
+    check(rc == -EINVAL && strstr(err, "unknown option '--period'"), "aopts_period_not_record",
+          "rc %d err %s", rc, err);
+    sonde_attach_args_free(&a);
+}
+
 int main(void)
 {
+    test_period_options();
     test_attach_spellings();
     test_file_options();
     test_attach_errors();

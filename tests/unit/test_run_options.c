@@ -233,7 +233,7 @@ static void test_errors(void)
         {"ropts_err_output_missing", {"--outfile"}, "--output needs a file name", 1},
         {"ropts_err_format",
          {"--format", "png", "a.py"},
-         "unknown format 'png' (text, json, html, folded, svg, speedscope)",
+         "unknown format 'png' (text, json, html, folded, svg, speedscope, pprof)",
          3},
         {"ropts_err_format_missing", {"-f"}, "--format needs a format name", 1},
         {"ropts_err_unknown",
