@@ -29,6 +29,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,7 +65,19 @@ static int collect_make_dir(sonde_buf_t *dir)
         sonde_buf_reset(dir);
         sonde_buf_printf(dir, "%s/sonde-run-XXXXXX", base);
         if (sonde_buf_error(dir)) return -ENOMEM;
-        if (mkdtemp(dir->data)) return 0;
+        if (mkdtemp(dir->data)) {
+            /* absolute: the program and its children may change directory */
+            char *abs = realpath(dir->data, NULL);
+            if (!abs) {
+                int e = errno;
+                rmdir(dir->data);
+                return -e;
+            }
+            sonde_buf_reset(dir);
+            sonde_buf_puts(dir, abs);
+            free(abs);
+            return sonde_buf_error(dir) ? -ENOMEM : 0;
+        }
     }
     return -errno;
 }
@@ -88,6 +101,18 @@ static void collect_remove_dir(const char *dir)
         closedir(d);
     }
     rmdir(dir);
+}
+
+/* /proc/PID/exe's target into out (NUL-terminated). Returns its length or
+ * -1. */
+static ssize_t readlink_proc_exe(pid_t pid, char *out, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t len = readlink(path, out, size - 1);
+    if (len <= 0) return -1;
+    out[len] = 0;
+    return len;
 }
 
 /* Whether process pid runs (not a zombie). */
@@ -210,14 +235,33 @@ static int collect_cmp(const void *a, const void *b)
     return strcmp(x->stem, y->stem);
 }
 
+/* What the program itself handed over: its exit as its profile saw it,
+ * and the generation of its images (os.exec* of the interpreter) that did. */
+typedef struct collect_root {
+    bool exit_known;
+    int exit_status;
+    char exit_exception[64];
+    int first_gen; /* the lowest generation that handed over; -1 none */
+} collect_root_t;
+
+/* The generation in a stem "<pid>-<ns>-g<gen>" (0 without one). */
+static int collect_stem_gen(const char *stem)
+{
+    const char *g = strstr(stem, "-g");
+    return g ? atoi(g + 2) : 0;
+}
+
 /* Reads every profile handed over into merged. Returns how many were
  * read (0: nothing to report); *lost counts processes that handed nothing
- * over (killed, or still running). */
+ * over (killed, or still running); a profile that cannot be read is
+ * counted too, with one line saying why. */
 static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profile_t *merged,
-                         uint64_t *lost)
+                         uint64_t *lost, collect_root_t *root)
 {
     int n = 0;
     *lost = 0;
+    root->exit_known = false;
+    root->first_gen = -1;
     if (collect_list(dirpath, list) < 0) return 0;
     qsort(list->items, list->n, sizeof *list->items, collect_cmp);
     sonde_buf_t path = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
@@ -233,10 +277,24 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
         sonde_profile_t one;
         sonde_profile_init(&one);
         char err[256] = "";
-        if (sonde_buf_error(&path) ||
-            sonde_buf_read_file(&text, path.data, COLLECT_MAX_PROFILE, NULL) < 0 ||
-            sonde_profile_load_json(&one, text.data, text.len, err, sizeof err) < 0 ||
-            sonde_profile_merge(merged, &one) < 0) {
+        int rc = sonde_buf_error(&path) ? -ENOMEM
+                                        : sonde_buf_read_file(&text, path.data,
+                                                              COLLECT_MAX_PROFILE, NULL);
+        if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
+        if (rc == 0 && it->pid == collect_root_pid) {
+            int gen = collect_stem_gen(it->stem);
+            if (root->first_gen < 0 || gen < root->first_gen) root->first_gen = gen;
+            if (one.exit_known) {
+                root->exit_known = true;
+                root->exit_status = one.exit_status;
+                snprintf(root->exit_exception, sizeof root->exit_exception, "%s",
+                         one.exit_exception);
+            }
+        }
+        if (rc == 0) rc = sonde_profile_merge(merged, &one);
+        if (rc < 0) {
+            fprintf(stderr, "sonde: the profile of process %d is left out: %s\n", it->pid,
+                    err[0] ? err : strerror(-rc));
             (*lost)++;
         } else {
             n++;
@@ -250,12 +308,20 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
 
 /* Writes the merged report as opts asks. Prints a one-line error on
  * failure. */
-static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, const char *pkg_dir)
+static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, const char *pkg_dir,
+                           int gen)
 {
+    /* The program's image that handed over was the one an os.exec* of the
+     * interpreter started: its report goes where the boot said it would
+     * (FILE.execN.EXT; the terminal stays the terminal). */
+    sonde_buf_t exec_name = SONDE_BUF_INIT;
+    const char *outfile = opts->outfile;
+    if (outfile && gen > 0 && sonde_launch_exec_name(outfile, gen, &exec_name) == 0)
+        outfile = exec_name.data;
     sonde_buf_t viewer = SONDE_BUF_INIT;
     sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
     sonde_report_ctx_t ctx;
-    sonde_report_ctx_init(&ctx, opts->outfile ? -1 : 2);
+    sonde_report_ctx_init(&ctx, outfile ? -1 : 2);
     ctx.text.cpu_percent_threshold = opts->cpu_percent_threshold;
     ctx.text.all_lines = opts->all_lines;
     ctx.viewer_dir = sonde_buf_error(&viewer) ? NULL : viewer.data;
@@ -263,16 +329,24 @@ static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, 
     int rc = sonde_profile_finish(prof);
     if (rc == 0)
         rc = sonde_report_emit(opts->format ? opts->format : sonde_format_default(), prof, &ctx,
-                               opts->outfile, 2, &what);
+                               outfile, 2, &what);
     if (rc < 0)
-        fprintf(stderr, "sonde: cannot %s%s%s: %s\n", what, opts->outfile ? " to " : "",
-                opts->outfile ? opts->outfile : "", strerror(-rc));
+        fprintf(stderr, "sonde: cannot %s%s%s: %s\n", what, outfile ? " to " : "",
+                outfile ? outfile : "", strerror(-rc));
     sonde_buf_free(&viewer);
+    sonde_buf_free(&exec_name);
 }
 
 /* Ends this process the way the program's wait status says. */
-static int collect_end_like(int status, const sigset_t *old_mask)
+static int collect_end_like(int status, const sigset_t *set, const sigset_t *old_mask)
 {
+    /* signals that came while the report was written were for the
+     * program, which has ended: they must not end this process instead */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(set, NULL, &zero) > 0) {
+    }
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(collect_forwarded); i++)
+        signal(collect_forwarded[i], SIG_IGN);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (!WIFSIGNALED(status)) return 1;
     int sig = WTERMSIG(status);
@@ -332,6 +406,10 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
         return rc;
     }
     if (root == 0) {
+        /* killed with the collector (kill -9 of `sonde run` ended the
+         * program when both were one process) */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() == 1) _exit(127);
         sigprocmask(SIG_SETMASK, &old, NULL);
         char why[512] = "";
         if (setenv(SONDE_ENV_COLLECT, dir.data, 1) != 0)
@@ -342,6 +420,15 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
         _exit(127);
     }
     signal(SIGPIPE, SIG_IGN); /* the report to a closed pipe fails with EPIPE */
+    /* the program's standard input is its own: a writer into it sees the
+     * end when the program closes it */
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+        if (devnull != STDIN_FILENO) {
+            dup2(devnull, STDIN_FILENO);
+            close(devnull);
+        }
+    }
 
     bool root_done = false;
     int root_status = 0;
@@ -370,7 +457,17 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             root_done = true;
             root_end = collect_now_ns();
         }
-        if (!root_done) continue;
+        if (!root_done) {
+            /* the interpreter's real file, once the program runs it (a
+             * pyenv shim execs it in turn): a child forked an instant
+             * before the end is recognised by it */
+            char link[PATH_MAX], self[PATH_MAX];
+            ssize_t len = readlink_proc_exe(root, link, sizeof link);
+            ssize_t self_len = readlink_proc_exe(getpid(), self, sizeof self);
+            if (len > 0 && (self_len <= 0 || strcmp(link, self) != 0))
+                snprintf(exe, sizeof exe, "%s", link);
+            continue;
+        }
         uint64_t now = collect_now_ns();
         if (root_end == 0 || now - root_end >= SONDE_COLLECT_GRACE_NS) break;
         if (!collect_waiting(dir.data, exe, &list)) break;
@@ -380,23 +477,29 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     sonde_profile_init(&merged);
     uint64_t lost = 0;
     collect_root_pid = (int)root;
-    if (collect_merge(dir.data, &list, &merged, &lost) > 0) {
+    collect_root_t from_root;
+    if (collect_merge(dir.data, &list, &merged, &lost, &from_root) > 0) {
         merged.partial.processes_lost += lost;
-        if (!merged.exit_known) {
-            if (WIFEXITED(root_status) && WEXITSTATUS(root_status) != 0)
-                sonde_profile_set_exit(&merged, WEXITSTATUS(root_status), "");
-            else if (WIFSIGNALED(root_status)) {
-                char name[32];
-                const char *abbrev = sigabbrev_np(WTERMSIG(root_status));
-                snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
-                sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
-            }
+        /* how the program ended, never a child (a Pool's workers end by
+         * SIGTERM): as its profile saw it, else its wait status */
+        merged.exit_known = false;
+        merged.exit_status = 0;
+        merged.exit_exception[0] = 0;
+        if (from_root.exit_known) {
+            sonde_profile_set_exit(&merged, from_root.exit_status, from_root.exit_exception);
+        } else if (WIFEXITED(root_status) && WEXITSTATUS(root_status) != 0) {
+            sonde_profile_set_exit(&merged, WEXITSTATUS(root_status), "");
+        } else if (WIFSIGNALED(root_status)) {
+            char name[32];
+            const char *abbrev = sigabbrev_np(WTERMSIG(root_status));
+            snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
+            sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
         }
-        collect_report(&merged, opts, pkg_dir);
+        collect_report(&merged, opts, pkg_dir, from_root.first_gen > 0 ? from_root.first_gen : 0);
     }
     sonde_profile_free(&merged);
     free(list.items);
     collect_remove_dir(dir.data);
     sonde_buf_free(&dir);
-    return collect_end_like(root_status, &old);
+    return collect_end_like(root_status, &set, &old);
 }

@@ -295,15 +295,24 @@ static int boot_env_set(void *ctx, const char *name, const char *value)
     return rc < 0 ? -ENOMEM : 0;
 }
 
-/* "/d/prof.json" and generation 2 -> "/d/prof.exec2.json" (no extension:
- * appended). */
-static int boot_exec_name(const char *base, int gen, sonde_buf_t *out)
+/* Whether a command line's interpreter options keep sonde's boot from
+ * running: -I (isolated), -E (no PYTHON* variables) or -S (no site). Such
+ * a process gets no hand-over, so that its environment is the program's. */
+static bool boot_no_site(int argc, char *const *argv)
 {
-    const char *slash = strrchr(base, '/');
-    const char *dot = strrchr(slash ? slash + 1 : base, '.');
-    if (!dot || dot == (slash ? slash + 1 : base)) dot = base + strlen(base);
-    sonde_buf_printf(out, "%.*s.exec%d%s", (int)(dot - base), base, gen, dot);
-    return sonde_buf_error(out) ? -ENOMEM : 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!a || a[0] != '-' || a[1] == '-' || !a[1]) return false;
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == 'I' || *c == 'E' || *c == 'S') return true;
+            if (*c == 'c' || *c == 'm') return false;
+            if (*c == 'W' || *c == 'X') {
+                if (!c[1]) i++;
+                break;
+            }
+        }
+    }
+    return false;
 }
 
 /* The program word of a child that runs multiprocessing's start-up code. */
@@ -353,6 +362,10 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
         }
         cargv[i] = PyBytes_AS_STRING(PyList_GET_ITEM(words, i));
     }
+    if (boot_no_site((int)n, cargv)) { /* sonde's boot could not run there */
+        rc = 0;
+        goto done;
+    }
     int word_rc = sonde_launch_program_word((int)n, cargv, &program);
     if (word_rc == -ENOMEM) {
         PyErr_NoMemory();
@@ -374,7 +387,7 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
         }
     }
     int next = boot_handover.gen + 1;
-    if (!child && boot_handover.base && boot_exec_name(boot_handover.base, next, &file) < 0) {
+    if (!child && boot_handover.base && sonde_launch_exec_name(boot_handover.base, next, &file) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -541,7 +554,8 @@ int sonde_boot_gil(void)
         const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
         if (*exec_outfile) opts.outfile = exec_outfile;
         if (is_child) opts.outfile = NULL;
-        sonde_session_set_collector(*collect ? collect : NULL, is_child);
+        sonde_session_set_collector(*collect ? collect : NULL, is_child,
+                                    *exec_gen ? atoi(exec_gen) : 0);
         if (sonde_session_start_gil(&opts, true, shown) == 0) {
             rc = chained ? 1 : 0;
             boot_keep_handover(boot_paths, mode, options, preload, exec_gen,

@@ -27,14 +27,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { EXEC_V, EXEC_VE, EXEC_EXIT, EXEC_FORK_EXEC, EXEC_N };
+enum { EXEC_V, EXEC_VE, EXEC_EXIT, EXEC_FORK_EXEC, EXEC_SPAWN, EXEC_N };
 
-static const char *const exec_names[EXEC_N] = {"execv", "execve", "_exit", "fork_exec"};
-static const char *const exec_modules[EXEC_N] = {"os", "os", "os", "_posixsubprocess"};
+static const char *const exec_names[EXEC_N] = {"execv", "execve", "_exit", "fork_exec",
+                                               "posix_spawn"};
+static const char *const exec_modules[EXEC_N] = {"os", "os", "os", "_posixsubprocess", "os"};
 /* Set while the real fork_exec runs: a child it forks (which runs the
  * at-fork hooks when there is a preexec_fn) is about to exec, not to be
  * profiled as a fork. */
-static volatile int exec_in_fork_exec;
+static _Thread_local int exec_in_fork_exec; /* per thread: another thread's
+                                               os.fork() meanwhile is a fork */
 static PyObject *exec_real[EXEC_N];    /* owned: the functions found in os */
 static PyObject *exec_wrapper[EXEC_N]; /* owned, kept for the process's life */
 static int exec_users;                 /* wraps not yet unwrapped */
@@ -165,39 +167,73 @@ bool sonde_exec_in_fork_exec(void)
     return exec_in_fork_exec != 0;
 }
 
-/* fork_exec's environment argument (None: the current one; else a
- * sequence of b"NAME=value") as a new dict of str; NULL without an
- * exception when it is not one of those. */
+/* Adds "NAME=value" (len bytes) to dict as str; entries without a name
+ * are left out, as execve would see them. Returns 0 or -1 (exception). */
+static int exec_env_add_entry(PyObject *dict, const char *text, Py_ssize_t len)
+{
+    const char *eq = memchr(text, '=', (size_t)len);
+    if (!eq || eq == text) return 0;
+    PyObject *k = PyUnicode_DecodeFSDefaultAndSize(text, eq - text);
+    PyObject *v = PyUnicode_DecodeFSDefaultAndSize(eq + 1, len - (eq + 1 - text));
+    int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* A str from a str or bytes (filesystem encoding); NULL with an exception. */
+static PyObject *exec_env_str(PyObject *o)
+{
+    if (PyUnicode_Check(o)) {
+        Py_INCREF(o);
+        return o;
+    }
+    if (PyBytes_Check(o)) return PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(o));
+    PyErr_SetString(PyExc_TypeError, "not str or bytes");
+    return NULL;
+}
+
+/* The new process's environment as a new dict of str: env is None (the
+ * current C environment, as execve is given it: what os.putenv and C
+ * code set included), a sequence of b"NAME=value" (fork_exec) or a
+ * mapping of str or bytes (posix_spawn). NULL without an exception when
+ * it is none of those (the real call then says what is wrong). */
 static PyObject *exec_env_dict(PyObject *env)
 {
+    extern char **environ;
     PyObject *dict = PyDict_New();
     if (!dict) return NULL;
     if (env == Py_None) {
-        PyObject *os = PyImport_ImportModule("os");
-        PyObject *os_env = os ? PyObject_GetAttrString(os, "environ") : NULL;
-        Py_XDECREF(os);
-        int rc = os_env ? PyDict_Merge(dict, os_env, 1) : -1;
-        Py_XDECREF(os_env);
-        if (rc < 0) goto fail;
+        for (char **e = environ; e && *e; e++)
+            if (exec_env_add_entry(dict, *e, (Py_ssize_t)strlen(*e)) < 0) goto fail;
+        return dict;
+    }
+    if (PyMapping_Check(env) && !PyList_Check(env) && !PyTuple_Check(env)) {
+        PyObject *items = PyMapping_Items(env);
+        if (!items) goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *kv = PyList_GET_ITEM(items, i);
+            PyObject *k = PyTuple_Check(kv) && PyTuple_GET_SIZE(kv) == 2
+                              ? exec_env_str(PyTuple_GET_ITEM(kv, 0))
+                              : NULL;
+            PyObject *v = k ? exec_env_str(PyTuple_GET_ITEM(kv, 1)) : NULL;
+            int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (rc < 0) {
+                Py_DECREF(items);
+                goto fail;
+            }
+        }
+        Py_DECREF(items);
         return dict;
     }
     PyObject *seq = PySequence_Fast(env, "");
     if (!seq) goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyBytes_Check(item)) {
-            Py_DECREF(seq);
-            goto fail;
-        }
-        const char *text = PyBytes_AS_STRING(item);
-        const char *eq = strchr(text, '=');
-        if (!eq || eq == text) continue; /* kept out, as execve would see it */
-        PyObject *k = PyUnicode_DecodeFSDefaultAndSize(text, eq - text);
-        PyObject *v = PyUnicode_DecodeFSDefault(eq + 1);
-        int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
-        if (rc < 0) {
+        if (!PyBytes_Check(item) ||
+            exec_env_add_entry(dict, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item)) < 0) {
             Py_DECREF(seq);
             goto fail;
         }
@@ -259,7 +295,8 @@ static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs
 {
     PyObject *call_args = args, *owned = NULL, *env = NULL;
     bool followed = false;
-    if (!kwargs && PyTuple_GET_SIZE(args) > 5 && exec_list_is_us(PyTuple_GET_ITEM(args, 1)) &&
+    if ((!kwargs || PyDict_GET_SIZE(kwargs) == 0) && PyTuple_GET_SIZE(args) > 5 &&
+        exec_list_is_us(PyTuple_GET_ITEM(args, 1)) &&
         (env = exec_env_dict(PyTuple_GET_ITEM(args, 5)))) {
         int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 0), env, true);
         PyObject *list = rc > 0 ? exec_env_list(env) : NULL;
@@ -282,6 +319,35 @@ static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs
     exec_in_fork_exec++;
     PyObject *res = PyObject_Call(exec_real[EXEC_FORK_EXEC], call_args, kwargs);
     exec_in_fork_exec--;
+    if (res && followed) sonde_session_note_spawn();
+    Py_XDECREF(owned);
+    return res;
+}
+
+/* os.posix_spawn(path, argv, env, ...): subprocess uses it from 3.13 when
+ * it can (close_fds by POSIX_SPAWN_CLOSEFROM). A path naming this
+ * interpreter gets the hand-over in env, as fork_exec above. */
+static PyObject *exec_posix_spawn(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *call_args = args, *owned = NULL, *env = NULL;
+    bool followed = false;
+    if (PyTuple_GET_SIZE(args) == 3 && exec_target_runs(PyTuple_GET_ITEM(args, 0)) &&
+        exec_same_interpreter(PyTuple_GET_ITEM(args, 0)) &&
+        (env = exec_env_dict(PyTuple_GET_ITEM(args, 2)))) {
+        int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 1), env, true);
+        if (rc < 0) {
+            Py_DECREF(env);
+            return NULL;
+        }
+        if (rc > 0 && (owned = PyTuple_Pack(3, PyTuple_GET_ITEM(args, 0),
+                                            PyTuple_GET_ITEM(args, 1), env))) {
+            call_args = owned;
+            followed = true;
+        }
+        Py_DECREF(env);
+        if (PyErr_Occurred()) return NULL;
+    }
+    PyObject *res = PyObject_Call(exec_real[EXEC_SPAWN], call_args, kwargs);
     if (res && followed) sonde_session_note_spawn();
     Py_XDECREF(owned);
     return res;
@@ -314,6 +380,9 @@ static PyMethodDef exec_defs[EXEC_N] = {
      "(sonde: writes the profile first, then calls os._exit.)"},
     {"fork_exec", (PyCFunction)(void (*)(void))exec_fork_exec, METH_VARARGS | METH_KEYWORDS,
      "Spawn a fresh new child process.\n\n"
+     "(sonde: a child running this interpreter is profiled too.)"},
+    {"posix_spawn", (PyCFunction)(void (*)(void))exec_posix_spawn, METH_VARARGS | METH_KEYWORDS,
+     "Execute the program specified by path in a new process.\n\n"
      "(sonde: a child running this interpreter is profiled too.)"},
 };
 

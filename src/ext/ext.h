@@ -151,9 +151,11 @@ void sonde_sampler_free(sonde_sampler_t *s);
  * with a Python exception set. */
 int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const char *program);
 /* Before sonde_session_start_gil (boot.c): the collector's directory (NULL:
- * processes are not followed) and whether this process is a child, whose
- * profile goes there as JSON rather than to the report. Copied. */
-void sonde_session_set_collector(const char *dir, bool child);
+ * processes are not followed), whether this process is a child, whose
+ * profile goes there as JSON rather than to the report, and how many
+ * os.exec* of the interpreter led to this image (the collector names the
+ * report after it). Copied. */
+void sonde_session_set_collector(const char *dir, bool child, int gen);
 /* In a forked child (boot.c): drops the parent's session without a report
  * and starts one for this process as a child of the collector in dir.
  * Returns 0 or -errno with an exception. */

@@ -77,6 +77,7 @@ static bool session_atexit_registered;
 /* sonde_session_set_collector's settings, for the next start */
 static char *session_next_collect;
 static bool session_next_child;
+static int session_next_gen;
 
 const char *sonde_session_outfile(void)
 {
@@ -153,11 +154,12 @@ static bool session_defer_empty(const sonde_session_t *s, const sonde_profile_t 
 
 /* ---- following processes ------------------------------------------------------ */
 
-void sonde_session_set_collector(const char *dir, bool child)
+void sonde_session_set_collector(const char *dir, bool child, int gen)
 {
     free(session_next_collect);
     session_next_collect = dir && *dir ? strdup(dir) : NULL;
     session_next_child = child && session_next_collect;
+    session_next_gen = gen;
 }
 
 void sonde_session_note_spawn(void)
@@ -178,8 +180,8 @@ static int session_collect_path(const sonde_session_t *s, const char *suffix, so
  * collector counts the process as lost. Best effort. */
 static void session_collect_begin(sonde_session_t *s)
 {
-    snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu", (int)getpid(),
-             (unsigned long long)sonde_prim_monotonic_ns());
+    snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu-g%d", (int)getpid(),
+             (unsigned long long)sonde_prim_monotonic_ns(), session_next_gen);
     sonde_buf_t path = SONDE_BUF_INIT;
     if (session_collect_path(s, ".live", &path) == 0) {
         int fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -626,6 +628,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->pid = getpid();
     s->stderr_open = sonde_prim_fd_is_open(STDERR_FILENO);
     atomic_store(&s->reported, 0);
+    atomic_store(&s->stopping, false);
+    session_sigterm_deferred = 0;
     s->exit_known = false;
     if (session_next_collect && !(s->collect_dir = strdup(session_next_collect))) goto nomem;
     s->child = session_next_child && s->collect_dir;
@@ -667,12 +671,14 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 || sonde_exec_wrap_gil() < 0) {
+        session_collect_unlink_live(s);
         session_clear(s);
         return -1;
     }
     s->exec_wrapped = true;
     rc = sonde_sampler_start_gil(&s->sampler);
     if (rc < 0) {
+        session_collect_unlink_live(s);
         session_clear(s);
         char why[256] = "";
         if (rc == -ENOTSUP)
@@ -688,6 +694,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
         PyObject *type = NULL, *value = NULL, *tb = NULL;
         PyErr_Fetch(&type, &value, &tb);
         sonde_sampler_stop(&s->sampler);
+        session_collect_unlink_live(s);
         session_clear(s);
         PyErr_Restore(type, value, tb);
         if (!PyErr_Occurred())
@@ -699,6 +706,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     session_install_sigterm(s);
     return 0;
 nomem:
+    session_collect_unlink_live(s);
     session_clear(s);
     PyErr_NoMemory();
     return -ENOMEM;
@@ -719,7 +727,7 @@ int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char 
     session_remove_sigterm(s);
     sonde_sampler_stop(&s->sampler);
     session_clear(s);
-    sonde_session_set_collector(dir, true);
+    sonde_session_set_collector(dir, true, 0);
     int rc = sonde_session_start_gil(opts, true, program);
     free(program);
     return rc;

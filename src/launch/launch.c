@@ -244,6 +244,15 @@ error:
     return rc;
 }
 
+int sonde_launch_exec_name(const char *base, int gen, sonde_buf_t *out)
+{
+    const char *slash = strrchr(base, '/');
+    const char *dot = strrchr(slash ? slash + 1 : base, '.');
+    if (!dot || dot == (slash ? slash + 1 : base)) dot = base + strlen(base);
+    sonde_buf_printf(out, "%.*s.exec%d%s", (int)(dot - base), base, gen, dot);
+    return sonde_buf_error(out) ? -ENOMEM : 0;
+}
+
 /* ---- a Python command line -------------------------------------------------- */
 
 int sonde_launch_program_word(int argc, char *const *argv, sonde_buf_t *out)

@@ -103,4 +103,10 @@ int sonde_launch_exec(const char *python, const char *pkg_dir, const char *mode,
                       const sonde_program_t *prog, const char *options, bool preload_shim,
                       char *err, size_t err_len);
 
+/* The report file of the program's image that os.exec* of the interpreter
+ * started, generation gen >= 1, for the first run's file base:
+ * "/d/prof.json", 2 -> "/d/prof.exec2.json" (no extension: appended).
+ * Appends to out; returns 0 or -ENOMEM. */
+int sonde_launch_exec_name(const char *base, int gen, sonde_buf_t *out);
+
 #endif
