@@ -88,6 +88,8 @@ def test_pool_start_methods(env):
         check(len(procs) >= 3, "%s: processes %r" % (method, procs))
         check(all(p["complete"] for p in procs), "%s: incomplete: %r" % (method, procs))
         check(prof["partial"]["processes_lost"] == 0, "%s: lost %r" % (method, prof["partial"]))
+        # the workers end by the Pool's SIGTERM; the run's exit is the program's
+        check(prof.get("exit") is None, "%s: exit %r" % (method, prof.get("exit")))
         worker = _line_sec(prof, script, "worker")
         parent = _line_sec(prof, script, "parent")
         check(worker >= 0.9 * child_cpu, "%s: workers' line %.3f s of %.3f s measured"
@@ -166,6 +168,9 @@ def test_killed_child_and_environment(env):
 
         if __name__ == "__main__":
             show("parent")
+            os.putenv("SET_BY_PUTENV", "1")  # in the C environment only
+            subprocess.run([sys.executable, "-I", "-c", "import os; print(sorted(os.environ))"],
+                           check=True)
             subprocess.run([sys.executable, "-c", "import sys; sys.argv[1:] = ['x'];"
                             "exec(open(%r).read().split('if __name__')[0]); show('child')"],
                            check=True)
