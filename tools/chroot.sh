@@ -18,7 +18,7 @@ set -u
 DIR=${SONDE_CHROOT:-/var/cache/sonde/sid-chroot}
 PYS="3.13 3.14 3.15"
 # a marker written last: a half-made chroot is never taken for a whole one
-STAMP=$DIR/.sonde-ready-v1
+STAMP=$DIR/.sonde-ready-v2
 
 die() { echo "sonde chroot: $*" >&2; exit 1; }
 
@@ -66,7 +66,7 @@ ensure() {
                  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1; } \
             || die "not created: cannot install debootstrap"
     }
-    local pkgs="gcc,make,libc6-dev,libcjson-dev,ca-certificates" v
+    local pkgs="gcc,make,libc6-dev,libcjson-dev,zlib1g-dev,libcurl4-openssl-dev,ca-certificates" v
     for v in $PYS; do pkgs="$pkgs,python$v,python$v-dev"; done
     if [ ! -x "$DIR/usr/bin/python3.15" ]; then
         rm -rf "$DIR"
@@ -78,9 +78,16 @@ ensure() {
         mv "$DIR.tmp" "$DIR"
     fi
     do_mount || die "cannot mount /proc and /dev in $DIR"
-    # numpy and pytest where Debian builds them for these interpreters
+    # what the build needs (a chroot made by an older version of this
+    # script lacks the libraries added since: zlib, libcurl) and go, which
+    # reads the tests' pprof files
     chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
         apt-get -o Acquire::Check-Valid-Until=false update -qq >/dev/null 2>&1;
+        apt-get -o Acquire::Check-Valid-Until=false install -y -qq zlib1g-dev libcurl4-openssl-dev \
+            golang-go >/dev/null 2>&1' \
+        || { do_umount; die "not ready: cannot install zlib1g-dev, libcurl4-openssl-dev, golang-go"; }
+    # numpy and pytest where Debian builds them for these interpreters
+    chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
         apt-get -o Acquire::Check-Valid-Until=false install -y -qq python3-numpy python3-pytest >/dev/null 2>&1' \
         || echo "sonde chroot: numpy/pytest not installed (tests that need them are skipped there)" >&2
     do_umount
