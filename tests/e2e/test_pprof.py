@@ -36,15 +36,20 @@ def _go():
 
 def _pprof(env, path, *args):
     proc = subprocess.run([_go(), "tool", "pprof"] + list(args) + [path], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, HOME=env.tmp,
-                                                           GOCACHE=os.path.join(env.tmp, "gocache")))
+                          text=True, timeout=120,
+                          # one build cache for every test and interpreter (the
+                          # chroot sees this tree at the same path): newer Go
+                          # releases build `go tool pprof` on first use (~20 s)
+                          env=dict(os.environ, HOME=env.tmp,
+                                   GOCACHE=os.path.join(env.root, "build", "gocache")))
     check(proc.returncode == 0, "go tool pprof %s %s: exit %d\n%s"
           % (" ".join(args), path, proc.returncode, proc.stderr[-2000:]))
     return proc.stdout
 
 
 LABEL = re.compile(r"(\w+):\[([^\]]*)\]")
-LOCATION = re.compile(r"^\s*(\d+): 0x[0-9a-f]+ M=\d+ (.*) (\S*):(\d+) s=(\d+)(?:\((.*)\))?$")
+# "FILE:LINE", or "FILE:LINE:COLUMN" with newer Go releases (Debian unstable's)
+LOCATION = re.compile(r"^\s*(\d+): 0x[0-9a-f]+ M=\d+ (.*) (\S*?):(\d+)(?::\d+)? s=(\d+)(?:\((.*)\))?$")
 
 
 def read_raw(env, path):
