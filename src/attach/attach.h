@@ -32,6 +32,9 @@
 #define SONDE_ATTACH_MAX_RATE 10000.0 /* samples per second, highest accepted */
 #define SONDE_ATTACH_MAX_TARGETS 256  /* processes followed at once */
 #define SONDE_ATTACH_CMDLINE 65536    /* bytes of a command line kept */
+/* Share of a tick's interval that watching running threads (Python or
+ * native) may take, all processes together: the rest keeps the rate. */
+#define SONDE_ATTACH_WATCH_SHARE 0.75
 
 typedef struct sonde_attach_opts {
     double rate_hz;      /* samples per second (default 100) */
@@ -85,9 +88,12 @@ typedef struct sonde_atarget {
  * t->proc.version_* name the version found. */
 int sonde_atarget_open(sonde_atarget_t *t, pid_t pid);
 /* One tick at time now: every Python thread's state, stack and line.
- * The first tick only takes the baseline. Returns 0, or -ESRCH when the
- * process is gone (t->exited is then set). */
-int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now);
+ * Running threads are watched (Python or native, src/sample/native.c)
+ * until watch_until at most (monotonic ns; 0: not watched). The first tick
+ * only takes the baseline. Returns 0, or -ESRCH when the process is gone
+ * (t->exited is then set). */
+int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now,
+                       sonde_ns_t watch_until);
 /* The path to report for a code's file into buf (relative names joined to
  * the target's working directory). Returns buf. */
 const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, char *buf,

@@ -307,16 +307,19 @@ void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t 
     progress->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;
 }
 
-/* One tick of every live target. Returns the number still alive. */
-static int sampler_tick(sonde_attach_t *a, sonde_ns_t now)
+/* One tick of every live target; watching running threads takes at most
+ * SONDE_ATTACH_WATCH_SHARE of interval_ns, all targets together. Returns
+ * the number still alive. */
+static int sampler_tick(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t interval_ns)
 {
     int alive = 0;
+    sonde_ns_t watch_until = now + (sonde_ns_t)((double)interval_ns * SONDE_ATTACH_WATCH_SHARE);
     bool counted = false;
     for (size_t i = 0; i < a->n_targets; i++) {
         sonde_atarget_t *t = a->targets[i];
         if (t->exited || t->retired) continue;
         bool baseline = t->last_tick_ns == 0;
-        if (sonde_atarget_tick(t, &a->opts, now) == -ESRCH) continue;
+        if (sonde_atarget_tick(t, &a->opts, now, watch_until) == -ESRCH) continue;
         if (!baseline) counted = true;
         if (t->fail_streak >= SAMPLER_FAIL_STREAK)
             sampler_retire(a, t, now);
@@ -361,7 +364,7 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             sampler_sleep_until(until);
             continue;
         }
-        int alive = sampler_tick(a, now);
+        int alive = sampler_tick(a, now, interval_ns);
         if (a->n_pending) sampler_pending_tick(a, now);
         if (a->opts.subprocesses && now >= a->next_poll_ns) sampler_find_children(a, now);
         if (now >= a->next_poll_ns) a->next_poll_ns = now + SAMPLER_POLL_NS;
