@@ -32,9 +32,10 @@
 #define SONDE_ATTACH_MAX_RATE 10000.0 /* samples per second, highest accepted */
 #define SONDE_ATTACH_MAX_TARGETS 256  /* processes followed at once */
 #define SONDE_ATTACH_CMDLINE 65536    /* bytes of a command line kept */
-/* Share of a tick's interval that watching running threads (Python or
- * native) may take, all processes together: the rest keeps the rate. */
-#define SONDE_ATTACH_WATCH_SHARE 0.75
+/* Watching running threads (Python or native) after a tick's reads ends
+ * this share of an interval before the next tick's time, all processes
+ * together: ticks keep their times, and so the rate. */
+#define SONDE_ATTACH_WATCH_MARGIN 0.1
 
 typedef struct sonde_attach_opts {
     double rate_hz;      /* samples per second (default 100) */

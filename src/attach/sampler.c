@@ -307,13 +307,12 @@ void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t 
     progress->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;
 }
 
-/* One tick of every live target; watching running threads takes at most
- * SONDE_ATTACH_WATCH_SHARE of interval_ns, all targets together. Returns
- * the number still alive. */
-static int sampler_tick(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t interval_ns)
+/* One tick of every live target; watching running threads (Python or
+ * native) ends by watch_until, all targets together. Returns the number
+ * still alive. */
+static int sampler_tick(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t watch_until)
 {
     int alive = 0;
-    sonde_ns_t watch_until = now + (sonde_ns_t)((double)interval_ns * SONDE_ATTACH_WATCH_SHARE);
     bool counted = false;
     for (size_t i = 0; i < a->n_targets; i++) {
         sonde_atarget_t *t = a->targets[i];
@@ -364,7 +363,12 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             sampler_sleep_until(until);
             continue;
         }
-        int alive = sampler_tick(a, now, interval_ns);
+        /* The next tick's time is drawn first: the watches of this one end
+         * SONDE_ATTACH_WATCH_MARGIN of an interval before it, so that ticks
+         * keep their times (and their rate) whatever the threads do. */
+        sonde_ns_t following = next + sampler_next_interval(a, interval_ns);
+        sonde_ns_t margin = (sonde_ns_t)((double)interval_ns * SONDE_ATTACH_WATCH_MARGIN);
+        int alive = sampler_tick(a, now, following > now + margin ? following - margin : 0);
         if (a->n_pending) sampler_pending_tick(a, now);
         if (a->opts.subprocesses && now >= a->next_poll_ns) sampler_find_children(a, now);
         if (now >= a->next_poll_ns) a->next_poll_ns = now + SAMPLER_POLL_NS;
@@ -383,7 +387,7 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             progress(&p, arg);
             next_progress = now + SAMPLER_PROGRESS_NS;
         }
-        next += sampler_next_interval(a, interval_ns);
+        next = following;
         now = sonde_prim_monotonic_ns();
         if (next < now) next = now + sampler_next_interval(a, interval_ns) / 2; /* fell behind */
     }

@@ -13,7 +13,7 @@
  *     the coarse clock's constants): the thread is watched, its innermost
  *     frame looked at again and again (process_vm_readv) and its CPU time
  *     read from schedstat, which moves in scheduler-tick lumps; watches
- *     share at most SONDE_ATTACH_WATCH_SHARE of the tick's interval, so
+ *     end before the next tick's time (SONDE_ATTACH_WATCH_MARGIN), so
  *     that the sampling rate holds; time without an answer is shared out
  *     by the line's answers (sonde_line_split). A garbage collection is
  *     not seen from here (docs/attach.md): it is judged like any C code;
