@@ -36,6 +36,13 @@
  * this share of an interval before the next tick's time, all processes
  * together: ticks keep their times, and so the rate. */
 #define SONDE_ATTACH_WATCH_MARGIN 0.1
+/* A watch needs this much time before watch_until to start at all: a
+ * coarse proof takes one lump to begin and 3 ms of lumps after it (4-8 ms
+ * with 4 ms lumps). A shorter watch could see C work end (an answer of
+ * Python) but never prove it (native), so at rates above about 130 Hz
+ * threads are not watched and their time is split as with no answers
+ * (sonde_line_split: native on a call instruction). */
+#define SONDE_ATTACH_WATCH_MIN_NS 6000000
 
 typedef struct sonde_attach_opts {
     double rate_hz;      /* samples per second (default 100) */

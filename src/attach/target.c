@@ -263,12 +263,15 @@ static int target_watch_cpu(void *arg, sonde_ns_t *ns)
 }
 
 /* The native rule's answer for a running thread whose stack was just read
- * (1 native, 0 Python, -1 none: no kernel tid or schedstat, no time left
- * before watch_until, or no answer from the rule). */
+ * (1 native, 0 Python, -1 none: no kernel tid or schedstat, less than
+ * SONDE_ATTACH_WATCH_MIN_NS left before watch_until, or no answer from the
+ * rule). */
 static int target_watch(sonde_atarget_t *t, struct sonde_athread *th, sonde_ns_t watch_until)
 {
     sonde_ns_t now = sonde_prim_monotonic_ns();
-    if (!th->have_innermost || th->tid <= 0 || th->os.no_schedstat || now >= watch_until) return -1;
+    if (!th->have_innermost || th->tid <= 0 || th->os.no_schedstat ||
+        now + SONDE_ATTACH_WATCH_MIN_NS > watch_until)
+        return -1;
     sonde_walk_t ref = {
         .have_innermost = true, .innermost = th->innermost, .innermost_addr = th->innermost_addr};
     sonde_native_watch_t how = {.proc = &t->proc,
