@@ -37,8 +37,8 @@
  * together: ticks keep their times, and so the rate. */
 #define SONDE_ATTACH_WATCH_MARGIN 0.1
 /* A watch needs this much time before watch_until to start at all: a
- * coarse proof takes one lump to begin and about 2 ms of lumps after it
- * (4-8 ms with 4 ms lumps). A shorter watch could see C work end (an answer of
+ * coarse proof takes one lump to begin and 3 ms of lumps after it (4-8 ms
+ * with 4 ms lumps). A shorter watch could see C work end (an answer of
  * Python) but never prove it (native), so at rates above about 130 Hz
  * threads are not watched and their time is split as with no answers
  * (sonde_line_split: native on a call instruction). */

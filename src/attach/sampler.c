@@ -307,8 +307,6 @@ void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t 
     progress->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;
 }
 
-#define SAMPLER_SLACK_MAX_NS 30000 /* timer slack of the sampling thread, at most */
-
 /* One tick of every live target; watching running threads (Python or
  * native) ends by watch_until, all targets together. Returns the number
  * still alive. */
@@ -343,12 +341,7 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
 {
     sonde_ns_t interval_ns = (sonde_ns_t)(1e9 / a->opts.rate_hz);
     sonde_ns_t duration_ns = (sonde_ns_t)(a->opts.duration_sec * 1e9);
-    /* A fiftieth of the interval, at most SAMPLER_SLACK_MAX_NS: the native
-     * rule's watches nap 100 us between looks, and its proof grows with
-     * the widest gap between them (src/sample/native.c). */
-    sonde_ns_t slack =
-        interval_ns / 50 > SAMPLER_SLACK_MAX_NS ? SAMPLER_SLACK_MAX_NS : interval_ns / 50;
-    sonde_prim_set_timer_slack(slack > 1000 ? slack : 1000);
+    sonde_prim_set_timer_slack(interval_ns / 50 > 1000 ? interval_ns / 50 : 1000);
     sonde_ns_t now = sonde_prim_monotonic_ns();
     if (!a->start_ns) a->start_ns = now;
     sonde_ns_t next = now, next_progress = now + SAMPLER_PROGRESS_NS;

@@ -53,9 +53,9 @@
  * was all spent after the look before that first lump (the kernel had not
  * yet counted it then). So with a coarse clock the looks count from the
  * look before the clock first moves, the proof is the CPU time added since
- * that first move, at least rule->proof_ns and at least rule->looks times
- * the widest gap between two looks since the look before it (so that that
- * many gaps held running time), a move is bytecode only when seen within rule->move_ns of
+ * that first move (at least rule->looks looks' spacing: rule->proof_ns >=
+ * rule->looks x the longest gap between looks, so that twelve gaps hold
+ * running time), a move is bytecode only when seen within rule->move_ns of
  * wall time of the watch's start, and the proof needs no confirmation (it
  * spans milliseconds, far beyond a stall). A thread that waits for a CPU
  * the whole time adds no lump: no answer, never a false native one.
@@ -75,10 +75,9 @@ const sonde_native_rule_t sonde_native_rule_exact = {
 
 const sonde_native_rule_t sonde_native_rule_coarse = {
     .looks = 12,
-    /* at least; and at least `looks` times the longest gap between two
-     * looks since the first lump (about 150 us: a 100 us nap, the attach
-     * reader's timer slack, the look itself) */
-    .proof_ns = 1000000,
+    /* 12 gaps of at most 250 us (a 100 us nap, the attach reader's timer
+     * slack of up to 200 us at 100 Hz, less the look itself) */
+    .proof_ns = 3000000,
     .move_ns = 400000, /* wall time: the first few looks */
     .nap_ns = 100000,
     .confirm_ns = 0,
@@ -106,8 +105,7 @@ int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch
     sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
     sonde_ns_t start = sonde_prim_monotonic_ns();
     sonde_ns_t proved_at = 0, proved_cpu = 0;
-    sonde_ns_t counted_from = 0;          /* coarse: the clock at its first move */
-    sonde_ns_t last_look = 0, widest = 0; /* coarse: the widest gap between looks since */
+    sonde_ns_t counted_from = 0; /* coarse: the clock at its first move */
     bool counting = !rule->coarse_clock;
     uint32_t looks = 0;
 
@@ -118,9 +116,6 @@ int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch
         if (moved < 0) return -1;
         if (watch->cpu_ns(watch->arg, &cpu) < 0) return -1;
         sonde_ns_t now = sonde_prim_monotonic_ns();
-        sonde_ns_t gap = last_look ? now - last_look : 0;
-        last_look = now;
-        if (counting && gap > widest) widest = gap;
         if (moved) {
             /* Bytecode if it moved soon after the walk. Later, unsure:
              * the end of C work (else every native stretch would lose its
@@ -137,12 +132,9 @@ int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch
             counting = true;
             counted_from = cpu;
             looks = 1;
-            widest = gap; /* the lump's time was run after the previous look */
         }
         if (counting && (rule->coarse_clock || cpu > last_cpu)) looks++;
-        sonde_ns_t proof_ns = rule->proof_ns;
-        if (rule->coarse_clock && rule->looks * widest > proof_ns) proof_ns = rule->looks * widest;
-        if (counting && looks >= rule->looks && cpu - counted_from >= proof_ns) {
+        if (counting && looks >= rule->looks && cpu - counted_from >= rule->proof_ns) {
             if (rule->confirm_ns == 0) return 1;
             if (!proved_at) {
                 proved_at = now;
