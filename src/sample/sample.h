@@ -356,8 +356,8 @@ typedef struct sonde_line_acc {
     uint64_t key; /* sonde_aframe_t; 0 = empty slot (a keytab entry) */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
-    uint32_t native_answers, python_answers; /* in-process: native or Python, as watched */
-    /* In-process: running time of samples that got no answer (the thread
+    uint32_t native_answers, python_answers; /* native or Python, as watched (native.c) */
+    /* Running time of samples that got no answer (the thread
      * did not run while it was watched), on a call instruction or not;
      * sonde_line_split shares it out by the line's answers. */
     sonde_ns_t unwatched_call_ns, unwatched_ns;
