@@ -32,6 +32,17 @@
 #define SONDE_ATTACH_MAX_RATE 10000.0 /* samples per second, highest accepted */
 #define SONDE_ATTACH_MAX_TARGETS 256  /* processes followed at once */
 #define SONDE_ATTACH_CMDLINE 65536    /* bytes of a command line kept */
+/* Watching running threads (Python or native) after a tick's reads ends
+ * this share of an interval before the next tick's time, all processes
+ * together: ticks keep their times, and so the rate. */
+#define SONDE_ATTACH_WATCH_MARGIN 0.1
+/* A watch needs this much time before watch_until to start at all: a
+ * coarse proof takes one lump to begin and 3 ms of lumps after it (4-8 ms
+ * with 4 ms lumps). A shorter watch could see C work end (an answer of
+ * Python) but never prove it (native), so at rates above about 130 Hz
+ * threads are not watched and their time is split as with no answers
+ * (sonde_line_split: native on a call instruction). */
+#define SONDE_ATTACH_WATCH_MIN_NS 6000000
 
 typedef struct sonde_attach_opts {
     double rate_hz;      /* samples per second (default 100) */
@@ -85,9 +96,12 @@ typedef struct sonde_atarget {
  * t->proc.version_* name the version found. */
 int sonde_atarget_open(sonde_atarget_t *t, pid_t pid);
 /* One tick at time now: every Python thread's state, stack and line.
- * The first tick only takes the baseline. Returns 0, or -ESRCH when the
- * process is gone (t->exited is then set). */
-int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now);
+ * Running threads are watched (Python or native, src/sample/native.c)
+ * until watch_until at most (monotonic ns; 0: not watched). The first tick
+ * only takes the baseline. Returns 0, or -ESRCH when the process is gone
+ * (t->exited is then set). */
+int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now,
+                       sonde_ns_t watch_until);
 /* The path to report for a code's file into buf (relative names joined to
  * the target's working directory). Returns buf. */
 const char *sonde_atarget_path(const sonde_atarget_t *t, const char *filename, char *buf,

@@ -327,8 +327,10 @@ void sonde_attach_get_progress(const sonde_attach_t *a, sonde_attach_progress_t 
     progress->elapsed_sec = a->start_ns ? (double)(end - a->start_ns) / 1e9 : 0;
 }
 
-/* One tick of every live target. Returns the number still alive. */
-static int sampler_tick(sonde_attach_t *a, sonde_ns_t now)
+/* One tick of every live target; watching running threads (Python or
+ * native) ends by watch_until, all targets together. Returns the number
+ * still alive. */
+static int sampler_tick(sonde_attach_t *a, sonde_ns_t now, sonde_ns_t watch_until)
 {
     int alive = 0;
     bool counted = false;
@@ -336,7 +338,7 @@ static int sampler_tick(sonde_attach_t *a, sonde_ns_t now)
         sonde_atarget_t *t = a->targets[i];
         if (t->exited || t->retired) continue;
         bool baseline = t->last_tick_ns == 0;
-        if (sonde_atarget_tick(t, &a->opts, now) == -ESRCH) continue;
+        if (sonde_atarget_tick(t, &a->opts, now, watch_until) == -ESRCH) continue;
         if (!baseline) counted = true;
         if (t->fail_streak >= SAMPLER_FAIL_STREAK)
             sampler_retire(a, t, now);
@@ -388,7 +390,12 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             sampler_sleep_until(until);
             continue;
         }
-        int alive = sampler_tick(a, now);
+        /* The next tick's time is drawn first: the watches of this one end
+         * SONDE_ATTACH_WATCH_MARGIN of an interval before it, so that ticks
+         * keep their times (and their rate) whatever the threads do. */
+        sonde_ns_t following = next + sampler_next_interval(a, interval_ns);
+        sonde_ns_t margin = (sonde_ns_t)((double)interval_ns * SONDE_ATTACH_WATCH_MARGIN);
+        int alive = sampler_tick(a, now, following > now + margin ? following - margin : 0);
         if (a->n_pending) sampler_pending_tick(a, now);
         if (a->opts.subprocesses && now >= a->next_poll_ns) sampler_find_children(a, now);
         if (now >= a->next_poll_ns) a->next_poll_ns = now + SAMPLER_POLL_NS;
@@ -407,7 +414,7 @@ int sonde_attach_run(sonde_attach_t *a, volatile sig_atomic_t *stop,
             progress(&p, arg);
             next_progress = now + SAMPLER_PROGRESS_NS;
         }
-        next += sampler_next_interval(a, interval_ns);
+        next = following;
         now = sonde_prim_monotonic_ns();
         if (next < now) next = now + sampler_next_interval(a, interval_ns) / 2; /* fell behind */
     }

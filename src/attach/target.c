@@ -8,10 +8,15 @@
  * the previous tick (at most two nominal intervals, when the sampler was
  * late) as `sonde run` charges time in-process:
  *   - a thread running or runnable at the tick is charged the interval, on
- *     the nearest line of the
- *     program's own files on its stack, as native time when the innermost
- *     frame is on a call instruction (the thread is in C code), else as
- *     Python time;
+ *     the nearest line of the program's own files on its stack, as native
+ *     or Python time by the sampling core's rule (src/sample/native.c, with
+ *     the coarse clock's constants): the thread is watched, its innermost
+ *     frame looked at again and again (process_vm_readv) and its CPU time
+ *     read from schedstat, which moves in scheduler-tick lumps; watches
+ *     end before the next tick's time (SONDE_ATTACH_WATCH_MARGIN), so
+ *     that the sampling rate holds; time without an answer is shared out
+ *     by the line's answers (sonde_line_split). A garbage collection is
+ *     not seen from here (docs/attach.md): it is judged like any C code;
  *   - a thread blocked in a system call other than a futex wait (sleep,
  *     I/O, poll) is charged the interval as system time; a futex wait (a
  *     lock, a join, the GIL) is not charged;
@@ -48,8 +53,11 @@ struct sonde_athread {
     sonde_ns_t stack_cpu_ns; /* CPU time when it was read (schedstat) */
     uint32_t depth, cap;
     bool have_stack;
-    bool in_call;            /* innermost frame on a call instruction */
-    sonde_aframe_t line_key; /* nearest line of the program's files, 0 none */
+    bool in_call;              /* innermost frame on a call instruction */
+    bool have_innermost;       /* ... of the walk below */
+    uint64_t innermost_addr;   /* its address, code and instruction: what the */
+    sonde_pyframe_t innermost; /* native rule's looks compare with */
+    sonde_aframe_t line_key;   /* nearest line of the program's files, 0 none */
 };
 
 /* ---- opening --------------------------------------------------------------- */
@@ -172,6 +180,9 @@ static int target_walk(sonde_atarget_t *t, struct sonde_athread *th)
     if (walk.depth) memcpy(th->stack, walk.frames, walk.depth * sizeof *walk.frames);
     th->depth = walk.depth;
     th->in_call = walk.have_innermost && walk.innermost.in_call;
+    th->have_innermost = walk.have_innermost;
+    th->innermost_addr = walk.innermost_addr;
+    th->innermost = walk.innermost;
     th->line_key = walk.line_key;
     th->have_stack = true;
     return 0;
@@ -242,10 +253,41 @@ static int target_os_view(struct sonde_athread *th, const sonde_pythread_t *pt, 
     return 0;
 }
 
+/* The watched thread's CPU clock: schedstat, in lumps (the native rule's
+ * coarse clock). */
+static int target_watch_cpu(void *arg, sonde_ns_t *ns)
+{
+    struct sonde_athread *th = arg;
+    sonde_ns_t runq = 0;
+    return sonde_prim_task_times(&th->os, ns, &runq);
+}
+
+/* The native rule's answer for a running thread whose stack was just read
+ * (1 native, 0 Python, -1 none: no kernel tid or schedstat, less than
+ * SONDE_ATTACH_WATCH_MIN_NS left before watch_until, or no answer from the
+ * rule). */
+static int target_watch(sonde_atarget_t *t, struct sonde_athread *th, sonde_ns_t watch_until)
+{
+    sonde_ns_t now = sonde_prim_monotonic_ns();
+    if (!th->have_innermost || th->tid <= 0 || th->os.no_schedstat ||
+        now + SONDE_ATTACH_WATCH_MIN_NS > watch_until)
+        return -1;
+    sonde_walk_t ref = {
+        .have_innermost = true, .innermost = th->innermost, .innermost_addr = th->innermost_addr};
+    sonde_native_watch_t how = {.proc = &t->proc,
+                                .tstate = th->key.tstate,
+                                .cpu_ns = target_watch_cpu,
+                                .gc_touched = NULL, /* not readable from here */
+                                .arg = th,
+                                .budget_ns = watch_until - now};
+    return sonde_native_watch(&sonde_native_rule_coarse, &how, &ref);
+}
+
 /* One thread's share of a tick. Threads filtered out (--gil) still have
  * their state read, so that what is known of them stays current. */
 static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts,
-                               const sonde_pythread_t *pt, sonde_ns_t wall, bool baseline)
+                               const sonde_pythread_t *pt, sonde_ns_t wall, bool baseline,
+                               sonde_ns_t watch_until)
 {
     struct target_os_view view;
     struct sonde_athread *th = target_thread(t, pt);
@@ -283,10 +325,10 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
         th->stack_cpu_ns = view.cpu_ns;
     }
     if (need_line) {
-        sonde_ns_t native_ns = th->in_call ? view.run_ns : 0;
-        sonde_ns_t python_ns = view.run_ns - native_ns;
+        int answer = view.run_ns > 0 ? target_watch(t, th, watch_until) : -1;
         sonde_ns_t system_ns = charge_system ? view.blocked_ns : 0;
-        sonde_accum_charge(&t->acc, th->line_key, python_ns, native_ns, system_ns);
+        sonde_accum_charge_answer(&t->acc, th->line_key, view.run_ns, answer, th->in_call,
+                                  system_ns);
     }
     /* the stack's wall time is of one kind: running (in native code
      * called from the line, or bytecode), else blocked */
@@ -305,7 +347,8 @@ static bool target_gone(const sonde_atarget_t *t)
     return rc == -ESRCH || (rc == 0 && (state == 'Z' || state == 'X'));
 }
 
-int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now)
+int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sonde_ns_t now,
+                       sonde_ns_t watch_until)
 {
     sonde_threadlist_t *list = &t->tick_threads;
     if (t->exited || t->retired) return t->exited ? -ESRCH : 0;
@@ -340,7 +383,7 @@ int sonde_atarget_tick(sonde_atarget_t *t, const sonde_attach_opts_t *opts, sond
     size_t k = 0;
     for (; k < list->n; k++) {
         if (k > 0 && sonde_prim_monotonic_ns() - started > budget) break;
-        target_thread_tick(t, opts, sonde_threadlist_nth(list, k), wall, baseline);
+        target_thread_tick(t, opts, sonde_threadlist_nth(list, k), wall, baseline, watch_until);
     }
     for (size_t rest = k; rest < list->n; rest++) {
         const sonde_pythread_t *pt = sonde_threadlist_nth(list, rest);

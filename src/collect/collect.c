@@ -277,9 +277,9 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
         sonde_profile_t one;
         sonde_profile_init(&one);
         char err[256] = "";
-        int rc = sonde_buf_error(&path) ? -ENOMEM
-                                        : sonde_buf_read_file(&text, path.data,
-                                                              COLLECT_MAX_PROFILE, NULL);
+        int rc = sonde_buf_error(&path)
+                     ? -ENOMEM
+                     : sonde_buf_read_file(&text, path.data, COLLECT_MAX_PROFILE, NULL);
         if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
         if (rc == 0 && it->pid == collect_root_pid) {
             int gen = collect_stem_gen(it->stem);

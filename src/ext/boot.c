@@ -387,7 +387,8 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
         }
     }
     int next = boot_handover.gen + 1;
-    if (!child && boot_handover.base && sonde_launch_exec_name(boot_handover.base, next, &file) < 0) {
+    if (!child && boot_handover.base &&
+        sonde_launch_exec_name(boot_handover.base, next, &file) < 0) {
         PyErr_NoMemory();
         goto done;
     }

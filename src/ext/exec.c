@@ -37,9 +37,9 @@ static const char *const exec_modules[EXEC_N] = {"os", "os", "os", "_posixsubpro
  * profiled as a fork. */
 static _Thread_local int exec_in_fork_exec; /* per thread: another thread's
                                                os.fork() meanwhile is a fork */
-static PyObject *exec_real[EXEC_N];    /* owned: the functions found in os */
-static PyObject *exec_wrapper[EXEC_N]; /* owned, kept for the process's life */
-static int exec_users;                 /* wraps not yet unwrapped */
+static PyObject *exec_real[EXEC_N];         /* owned: the functions found in os */
+static PyObject *exec_wrapper[EXEC_N];      /* owned, kept for the process's life */
+static int exec_users;                      /* wraps not yet unwrapped */
 
 /* Whether execve() of `path` (an os.exec* path argument: str, bytes, a
  * path-like object or, for execve, a descriptor) can succeed: a regular
@@ -339,8 +339,8 @@ static PyObject *exec_posix_spawn(PyObject *self, PyObject *args, PyObject *kwar
             Py_DECREF(env);
             return NULL;
         }
-        if (rc > 0 && (owned = PyTuple_Pack(3, PyTuple_GET_ITEM(args, 0),
-                                            PyTuple_GET_ITEM(args, 1), env))) {
+        if (rc > 0 &&
+            (owned = PyTuple_Pack(3, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), env))) {
             call_args = owned;
             followed = true;
         }

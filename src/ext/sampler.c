@@ -6,7 +6,8 @@
  * used since the previous tick to the line of profiled code it is on:
  *   - CPU time (the thread's own CPU clock) is Python time, or native time
  *     when the thread, watched from here, keeps its innermost frame on one
- *     instruction while it runs (C code reached from that line by a call,
+ *     instruction while it runs (the sampling core's rule, src/sample/
+ *     native.c: C code reached from that line by a call,
  *     an operator, a subscript...; a garbage collection there is Python,
  *     told by a gc.callbacks entry);
  *   - time off CPU is system time when the thread is blocked in a system
@@ -77,17 +78,8 @@ typedef struct sonde_sampler_thread {
 static void sampler_charge_to(sonde_sampler_t *s, sonde_accum_t *to, uint64_t key,
                               sonde_ns_t run_ns, int answer, bool in_call, sonde_ns_t system_ns)
 {
-    sonde_ns_t python_ns = answer == 0 ? run_ns : 0, native_ns = answer == 1 ? run_ns : 0;
-    sonde_ns_t unwatched_ns = answer < 0 ? run_ns : 0;
-    if (!key) python_ns += unwatched_ns; /* unattributed: counted, not split */
-    sonde_line_acc_t *acc = sonde_accum_charge(to, key, python_ns, native_ns, system_ns);
+    sonde_line_acc_t *acc = sonde_accum_charge_answer(to, key, run_ns, answer, in_call, system_ns);
     if (!acc) return;
-    if (run_ns && answer == 1) acc->native_answers++;
-    if (run_ns && answer == 0) acc->python_answers++;
-    if (in_call)
-        acc->unwatched_call_ns += unwatched_ns;
-    else
-        acc->unwatched_ns += unwatched_ns;
     if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
         double sec = (double)(run_ns + system_ns) / 1e9;
         acc->gpu_samples++;
@@ -125,7 +117,7 @@ static sonde_ns_t sampler_late_share(const sonde_sampler_t *s, sonde_ns_t wall_n
 /* An answer says what the thread was doing while it was watched, the end
  * of the tick; on a late tick (the sampler kept off its CPU) most of the
  * running time lies well before that, and one wrong answer (a stall taken
- * for native code, see sampler_stays_native) would carry all of it. So
+ * for native code, see src/sample/native.c) would carry all of it. So
  * an answer carries at most SAMPLER_ANSWER_INTERVALS intervals; the rest
  * is charged to the same line unsure, shared out by all its answers.
  * Returns the part of run_ns beyond the answer's reach. */
@@ -294,95 +286,48 @@ static bool sampler_gc_touched(uint64_t tstate, uint64_t starts0, bool running0)
 
 /* ---- Python or native ------------------------------------------------------------ */
 
-/* Whether a running thread is executing native code (C called from its
- * innermost frame, whatever instruction led there: a call, an operator, a
- * subscript, a comparison) or bytecode. The interpreter moves its frame's
- * instruction pointer at every instruction, and a pure-bytecode step takes
- * well under a microsecond; so the sampler looks again and again, counting
- * only looks after the thread has used more CPU: if SAMPLER_NATIVE_LOOKS
- * such looks and SAMPLER_NATIVE_PROOF_NS of the thread's CPU time all find
- * the same frame (address, code) on the same instruction, it is in native
- * code; any change means bytecode. In a loop of two instructions a look
- * lands on the first one's instruction about half the time, so one agreeing
- * look proves nothing, twelve leave well under 1 % (the accuracy tests hold
- * two-instruction loops to >= 95 % Python). A garbage collection in that
- * thread during the looks means Python (see above). Between looks at a
- * thread that has not run, the sampler sleeps rather than spins, so that
- * on a busy machine it does not itself keep the thread off its CPU. The
- * looks cost the program nothing: they are reads from this thread. A
- * thread that does not run long enough within the budget gives no answer,
- * and so does a move seen only after the thread ran SAMPLER_NATIVE_PROOF_NS
- * (C work ending while it was watched, or looks too far apart in the
- * thread's time to tell, as when the sampler shares its CPU): such time is
- * shared out by the line's sure answers.
- *
- * A thread can also stand still while its CPU clock runs: on a virtual
- * machine the host stops a virtual CPU for tens to hundreds of
- * microseconds, most often just as the sampler's own CPU wakes, and the
- * guest counts that as the thread's time (measured: a spinning C thread
- * seen frozen >= 20 us at 0.2-1 % of looks that follow a sleep, while
- * such stalls fill only 0.03 % of the time: bench/stalls.c; pure-Python
- * lines read 88-92 % Python in some runs before this). So a proof is confirmed: the sampler sleeps
- * SAMPLER_NATIVE_CONFIRM_NS and looks again; a thread still on the same
- * instruction that has run SAMPLER_NATIVE_PROOF_NS more since is native
- * (one that has hardly run is looked at again, within the budget); one
- * that moved is unsure (a stall, or native work shorter than the
- * confirmation).
- * Returns 1 native, 0 Python, -1 no answer. */
-#define SAMPLER_NATIVE_PROOF_NS 40000    /* CPU time on the one instruction, at least */
-#define SAMPLER_NATIVE_LOOKS 12          /* agreeing looks after the thread ran */
+/* The rule is the sampling core's (src/sample/native.c, with the exact
+ * CPU clock's constants); this file gives it the thread's clock and the
+ * collections seen above. */
 #define SAMPLER_NATIVE_BUDGET_NS 1500000 /* wall time spent looking, at most */
-#define SAMPLER_NATIVE_NAP_NS 20000      /* sleep between looks at an idle thread */
-#define SAMPLER_NATIVE_CONFIRM_NS 200000 /* after the proof, sleep this long and look again */
 
+struct sampler_watch {
+    pid_t tid;
+    uint64_t tstate;
+    uint64_t gc_starts0; /* collections started when the watch began */
+    bool gc_running0;    /* ... and whether one was running */
+};
+
+static int sampler_watch_cpu(void *arg, sonde_ns_t *ns)
+{
+    const struct sampler_watch *watch = arg;
+    return sonde_prim_thread_cpu_ns(watch->tid, ns);
+}
+
+static bool sampler_watch_gc(void *arg)
+{
+    const struct sampler_watch *watch = arg;
+    return sampler_gc_touched(watch->tstate, watch->gc_starts0, watch->gc_running0);
+}
+
+/* Whether a running thread is executing native code: 1 native, 0 Python,
+ * -1 no answer (sonde_native_watch). */
 static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
                                 const sonde_walk_t *w)
 {
-    sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
-    sonde_ns_t start = sonde_prim_monotonic_ns();
-    bool gc_running0 = sonde_atomic_load_seq_cst(&sampler_gc_running);
-    uint64_t gc_starts0 = sonde_atomic_load_seq_cst(&sampler_gc_starts);
-    sonde_ns_t proved_at = 0, proved_cpu = 0;
-    int looks = 0;
-
-    if (sonde_prim_thread_cpu_ns(tid, &cpu0) < 0) return -1;
-    last_cpu = cpu0;
-    for (;;) {
-        sonde_pyframe_iter_t it;
-        sonde_pyframe_t again;
-        if (sonde_pyframe_iter_begin(&s->proc, tstate, &it) < 0) return -1;
-        int rc = sonde_pyframe_iter_next(&it, &again);
-        if (rc < 0) return -1;
-        bool moved = rc == 0 || it.frame_addr != w->innermost_addr ||
-                     again.code_id != w->innermost.code_id ||
-                     again.instr_offset != w->innermost.instr_offset;
-        if (sonde_prim_thread_cpu_ns(tid, &cpu) < 0) return -1;
-        if (moved)
-            /* Bytecode if it moved within SAMPLER_NATIVE_PROOF_NS of CPU
-             * time. Later, unsure: the end of C work (else every native
-             * stretch would lose its last looks' worth), or looks spaced
-             * too far apart to tell (the sampler sharing the thread's
-             * CPU sees it only between time slices). */
-            return cpu - cpu0 < SAMPLER_NATIVE_PROOF_NS ? 0 : -1;
-        if (sampler_gc_touched(tstate, gc_starts0, gc_running0)) return 0;
-        if (cpu > last_cpu) looks++;
-        sonde_ns_t now = sonde_prim_monotonic_ns();
-        if (looks >= SAMPLER_NATIVE_LOOKS && cpu - cpu0 >= SAMPLER_NATIVE_PROOF_NS) {
-            if (!proved_at) {
-                proved_at = now;
-                proved_cpu = cpu;
-            } else if (now - proved_at >= SAMPLER_NATIVE_CONFIRM_NS &&
-                       cpu - proved_cpu >= SAMPLER_NATIVE_PROOF_NS) {
-                return 1;
-            }
-        }
-        if (now - start >= SAMPLER_NATIVE_BUDGET_NS) return -1;
-        if (proved_at)
-            sonde_prim_sleep_ns(SAMPLER_NATIVE_CONFIRM_NS);
-        else if (cpu == last_cpu)
-            sonde_prim_sleep_ns(SAMPLER_NATIVE_NAP_NS);
-        last_cpu = cpu;
-    }
+    struct sampler_watch watch = {
+        .tid = tid,
+        .tstate = tstate,
+        .gc_running0 = sonde_atomic_load_seq_cst(&sampler_gc_running),
+        .gc_starts0 = sonde_atomic_load_seq_cst(&sampler_gc_starts),
+    };
+    sonde_native_watch_t how = {.proc = &s->proc,
+                                .tstate = tstate,
+                                .cpu_ns = sampler_watch_cpu,
+                                .gc_touched = sampler_watch_gc,
+                                .arg = &watch,
+                                .budget_ns = SAMPLER_NATIVE_BUDGET_NS};
+    return sonde_native_watch(&sonde_native_rule_exact, &how, w);
 }
 
 /* Walks a thread's stack (w->frames set: keeping it): *answer says whether

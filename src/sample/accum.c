@@ -89,6 +89,24 @@ sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key, son
     return line;
 }
 
+sonde_line_acc_t *sonde_accum_charge_answer(sonde_accum_t *acc, sonde_aframe_t key,
+                                            sonde_ns_t run_ns, int answer, bool in_call,
+                                            sonde_ns_t system_ns)
+{
+    sonde_ns_t python_ns = answer == 0 ? run_ns : 0, native_ns = answer == 1 ? run_ns : 0;
+    sonde_ns_t unwatched_ns = answer < 0 ? run_ns : 0;
+    if (!key) python_ns += unwatched_ns; /* unattributed: counted, not split */
+    sonde_line_acc_t *line = sonde_accum_charge(acc, key, python_ns, native_ns, system_ns);
+    if (!line) return NULL;
+    if (run_ns && answer == 1) line->native_answers++;
+    if (run_ns && answer == 0) line->python_answers++;
+    if (in_call)
+        line->unwatched_call_ns += unwatched_ns;
+    else
+        line->unwatched_ns += unwatched_ns;
+    return line;
+}
+
 void sonde_line_split(const sonde_line_acc_t *line, sonde_ns_t *python_ns, sonde_ns_t *native_ns)
 {
     uint64_t answers = (uint64_t)line->native_answers + line->python_answers;

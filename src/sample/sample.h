@@ -11,6 +11,8 @@
  *              are counted)
  *   walk.c     one stack walk: the nearest profiled line, the frames cut
  *              to SONDE_STACK_MAX_DEPTH with a marker frame
+ *   native.c   Python or native: the rule that watches a running thread's
+ *              innermost frame (the in-process sampler's and attach's)
  *   accum.c    the (code, line) and stack accumulators of one process
  *   convert.c  accumulators -> the neutral model (src/model/)
  * Links no libpython: frames come from src/pyread/. Nothing here is
@@ -306,6 +308,47 @@ int sonde_walk_thread_checked(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t ts
                               sonde_codecache_t *codes, const sonde_codefilter_t *filter,
                               uint32_t *retries);
 
+/* ---- Python or native (native.c) ----------------------------------------------- */
+
+/* The constants of the rule (native.c's banner says it whole). */
+typedef struct sonde_native_rule {
+    uint32_t looks;        /* agreeing looks after the thread ran */
+    sonde_ns_t proof_ns;   /* CPU time on the one instruction, at least */
+    sonde_ns_t move_ns;    /* a move seen within this much of the thread's CPU
+                              time (coarse clock: of wall time) is bytecode;
+                              a later one gives no answer */
+    sonde_ns_t nap_ns;     /* sleep between looks at a thread that has not run */
+    sonde_ns_t confirm_ns; /* after the proof, sleep this long and prove it
+                              again (0: no confirmation) */
+    bool coarse_clock;     /* the CPU clock moves in lumps (scheduler ticks) */
+} sonde_native_rule_t;
+
+/* A thread's exact CPU clock (the in-process sampler's), and one the
+ * kernel publishes in lumps (another process's schedstat: attach). */
+extern const sonde_native_rule_t sonde_native_rule_exact;
+extern const sonde_native_rule_t sonde_native_rule_coarse;
+
+/* What the rule needs from its front end about one thread. */
+typedef struct sonde_native_watch {
+    sonde_pyproc_t *proc; /* borrowed; the reader of the thread's process */
+    uint64_t tstate;      /* the thread's state */
+    /* The thread's CPU time so far in ns. Returns 0 or -errno. */
+    int (*cpu_ns)(void *arg, sonde_ns_t *ns);
+    /* Whether a garbage collection ran in the thread since the watch was
+     * prepared (NULL: collections are not seen, and judged as C code). */
+    bool (*gc_touched)(void *arg);
+    void *arg;            /* borrowed; passed to both */
+    sonde_ns_t budget_ns; /* wall time spent looking, at most */
+} sonde_native_watch_t;
+
+/* Watches the running thread whose stack walk is w (w->have_innermost):
+ * whether its running time is native code called from its innermost
+ * frame (1), bytecode (0), or unknown (-1: it did not run long enough
+ * within the budget, its C work ended while watched, a read failed).
+ * Sleeps between looks. */
+int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch_t *watch,
+                       const sonde_walk_t *w);
+
 /* ---- accumulators (accum.c) -------------------------------------------------------- */
 
 /* Time of one (code, line). */
@@ -313,8 +356,8 @@ typedef struct sonde_line_acc {
     uint64_t key; /* sonde_aframe_t; 0 = empty slot (a keytab entry) */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
-    uint32_t native_answers, python_answers; /* in-process: native or Python, as watched */
-    /* In-process: running time of samples that got no answer (the thread
+    uint32_t native_answers, python_answers; /* native or Python, as watched (native.c) */
+    /* Running time of samples that got no answer (the thread
      * did not run while it was watched), on a call instruction or not;
      * sonde_line_split shares it out by the line's answers. */
     sonde_ns_t unwatched_call_ns, unwatched_ns;
@@ -366,6 +409,14 @@ sonde_line_acc_t *sonde_accum_line(sonde_accum_t *acc, sonde_aframe_t key);
  * Returns the line's accumulator, or NULL (unattributed or dropped). */
 sonde_line_acc_t *sonde_accum_charge(sonde_accum_t *acc, sonde_aframe_t key, sonde_ns_t python_ns,
                                      sonde_ns_t native_ns, sonde_ns_t system_ns);
+/* Charges a sample's running time to a line by the native rule's answer
+ * (1 native, 0 Python, -1 none: kept as unwatched time, on a call
+ * instruction or not, for sonde_line_split; unattributed time, key 0, is
+ * counted whole), and its system time. Returns the line's accumulator, as
+ * sonde_accum_charge. */
+sonde_line_acc_t *sonde_accum_charge_answer(sonde_accum_t *acc, sonde_aframe_t key,
+                                            sonde_ns_t run_ns, int answer, bool in_call,
+                                            sonde_ns_t system_ns);
 /* The line's Python and native time, with its unwatched time shared out
  * by its answers (before any: native on a call instruction, else Python).
  * Pure. */

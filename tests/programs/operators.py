@@ -6,6 +6,7 @@ stay Python (tests/e2e/test_cpu_accuracy.py).
     operators.py numpy SECONDS   -> a @ b, a * b + a, arr[idx] and their call forms
     operators.py pure SECONDS    -> an arithmetic loop, a two-instruction loop,
                                     an allocation loop that keeps the GC busy
+    operators.py loops SECONDS   -> the first two only
 
 Each marked line runs for SECONDS of this thread's CPU time.
 """
@@ -52,7 +53,7 @@ def numpy_ops(seconds):
     return p, c, t
 
 
-def pure(seconds):
+def pure(seconds, alloc=True):
     x = 0
     end = time.thread_time() + seconds
     while time.thread_time() < end:
@@ -62,6 +63,8 @@ def pure(seconds):
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         for _ in steps: pass  # @two
+    if not alloc:
+        return x
     keep = []
     end = time.thread_time() + seconds
     while time.thread_time() < end:
@@ -73,4 +76,6 @@ def pure(seconds):
 
 
 if __name__ == "__main__":
-    {"bigint": bigint, "numpy": numpy_ops, "pure": pure}[sys.argv[1]](float(sys.argv[2]))
+    modes = {"bigint": bigint, "numpy": numpy_ops, "pure": pure,
+             "loops": lambda seconds: pure(seconds, alloc=False)}
+    modes[sys.argv[1]](float(sys.argv[2]))

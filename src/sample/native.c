@@ -1,0 +1,153 @@
+/* native.c — Python or native: watching a running thread's innermost frame.
+ *
+ * Owns: sonde_native_watch, the one rule that tells whether a thread's
+ * running time is native code (C reached from its innermost frame,
+ * whatever instruction led there: a call, an operator, a subscript, a
+ * comparison) or bytecode; and the two sets of its constants, for a front
+ * end that reads the thread's CPU clock exactly (the in-process sampler,
+ * src/ext/sampler.c) and for one that sees it in scheduler-tick lumps (the
+ * attach reader, src/attach/target.c: schedstat of another process).
+ * Called by the sampler thread / the attach reader once per running
+ * thread per tick, after a stack walk. Looks go through src/pyread/ (fault-
+ * safe reads of this process, or process_vm_readv of another: either way
+ * they cost the program nothing). Sleeps between looks; no signal handler,
+ * no allocation.
+ *
+ * The rule. The interpreter moves its frame's instruction pointer at every
+ * instruction, and a pure-bytecode step takes well under a microsecond;
+ * so the watcher looks again and again at the innermost frame, counting
+ * only looks after the thread has used more CPU: if rule->looks such looks
+ * and rule->proof_ns of the thread's CPU time all find the same frame
+ * (address, code) on the same instruction, it is in native code; any
+ * change means bytecode. In a loop of two instructions a look lands on the
+ * first one's instruction about half the time, so one agreeing look proves
+ * nothing, twelve leave well under 1 % (the accuracy tests hold
+ * two-instruction loops to >= 95 % Python). A garbage collection in that
+ * thread during the looks means Python (the front end's gc_touched: the
+ * collector is the interpreter's own work). Between looks at a thread that
+ * has not run, the watcher sleeps rather than spins, so that on a busy
+ * machine it does not itself keep the thread off its CPU. A thread that
+ * does not run long enough within the budget gives no answer, and so does
+ * a move seen only after the thread ran rule->move_ns (C work ending while
+ * it was watched, or looks too far apart in the thread's time to tell, as
+ * when the watcher shares its CPU): such time is shared out by the line's
+ * sure answers (sonde_line_split).
+ *
+ * A thread can also stand still while its CPU clock runs: on a virtual
+ * machine the host stops a virtual CPU for tens to hundreds of
+ * microseconds, most often just as the watcher's own CPU wakes, and the
+ * guest counts that as the thread's time (measured: a spinning C thread
+ * seen frozen >= 20 us at 0.2-1 % of looks that follow a sleep, while such
+ * stalls fill only 0.03 % of the time: bench/stalls.c; pure-Python lines
+ * read 88-92 % Python in some runs before this). So a proof is confirmed
+ * (rule->confirm_ns > 0): the watcher sleeps confirm_ns and looks again; a
+ * thread still on the same instruction that has run proof_ns more since is
+ * native (one that has hardly run is looked at again, within the budget);
+ * one that moved is unsure (a stall, or native work shorter than the
+ * confirmation).
+ *
+ * A coarse clock (rule->coarse_clock: another process's thread, whose CPU
+ * time the kernel publishes only at scheduler ticks and switches, in lumps
+ * of 1-4 ms) cannot say that the thread ran between two looks. It can say
+ * when it ran after a look: the time a lump adds after the first lump seen
+ * was all spent after the look before that first lump (the kernel had not
+ * yet counted it then). So with a coarse clock the looks count from the
+ * look before the clock first moves, the proof is the CPU time added since
+ * that first move (at least rule->looks looks' spacing: rule->proof_ns >=
+ * rule->looks x the longest gap between looks, so that twelve gaps hold
+ * running time), a move is bytecode only when seen within rule->move_ns of
+ * wall time of the watch's start, and the proof needs no confirmation (it
+ * spans milliseconds, far beyond a stall). A thread that waits for a CPU
+ * the whole time adds no lump: no answer, never a false native one.
+ */
+#include "sample.h"
+
+#include "../prim/prim.h"
+
+const sonde_native_rule_t sonde_native_rule_exact = {
+    .looks = 12,
+    .proof_ns = 40000,    /* CPU time on the one instruction, at least */
+    .move_ns = 40000,     /* a move within this much CPU time: bytecode */
+    .nap_ns = 20000,      /* sleep between looks at an idle thread */
+    .confirm_ns = 200000, /* after the proof, sleep this long and look again */
+    .coarse_clock = false,
+};
+
+const sonde_native_rule_t sonde_native_rule_coarse = {
+    .looks = 12,
+    /* 12 gaps of at most 250 us (a 100 us nap, the attach reader's timer
+     * slack of up to 200 us at 100 Hz, less the look itself) */
+    .proof_ns = 3000000,
+    .move_ns = 400000, /* wall time: the first few looks */
+    .nap_ns = 100000,
+    .confirm_ns = 0,
+    .coarse_clock = true,
+};
+
+/* Whether the thread's innermost frame is elsewhere than the walk's:
+ * another frame, code or instruction, or none. Returns 1 moved, 0 not,
+ * -errno when it could not be read. */
+static int native_moved(const sonde_native_watch_t *watch, const sonde_walk_t *w)
+{
+    sonde_pyframe_iter_t it;
+    sonde_pyframe_t again;
+    int rc = sonde_pyframe_iter_begin(watch->proc, watch->tstate, &it);
+    if (rc < 0) return rc;
+    rc = sonde_pyframe_iter_next(&it, &again);
+    if (rc < 0) return rc;
+    return rc == 0 || it.frame_addr != w->innermost_addr || again.code_id != w->innermost.code_id ||
+           again.instr_offset != w->innermost.instr_offset;
+}
+
+int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch_t *watch,
+                       const sonde_walk_t *w)
+{
+    sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
+    sonde_ns_t start = sonde_prim_monotonic_ns();
+    sonde_ns_t proved_at = 0, proved_cpu = 0;
+    sonde_ns_t counted_from = 0; /* coarse: the clock at its first move */
+    bool counting = !rule->coarse_clock;
+    uint32_t looks = 0;
+
+    if (!w->have_innermost || watch->cpu_ns(watch->arg, &cpu0) < 0) return -1;
+    last_cpu = counted_from = cpu0;
+    for (;;) {
+        int moved = native_moved(watch, w);
+        if (moved < 0) return -1;
+        if (watch->cpu_ns(watch->arg, &cpu) < 0) return -1;
+        sonde_ns_t now = sonde_prim_monotonic_ns();
+        if (moved) {
+            /* Bytecode if it moved soon after the walk. Later, unsure:
+             * the end of C work (else every native stretch would lose its
+             * last looks' worth), or looks spaced too far apart to tell
+             * (the watcher sharing the thread's CPU sees it only between
+             * time slices). */
+            sonde_ns_t spent = rule->coarse_clock ? now - start : cpu - cpu0;
+            return spent < rule->move_ns ? 0 : -1;
+        }
+        if (watch->gc_touched && watch->gc_touched(watch->arg)) return 0;
+        if (rule->coarse_clock && !counting && cpu > cpu0) {
+            /* The first lump: what the clock adds from now on was run
+             * after the previous look, which therefore counts too. */
+            counting = true;
+            counted_from = cpu;
+            looks = 1;
+        }
+        if (counting && (rule->coarse_clock || cpu > last_cpu)) looks++;
+        if (counting && looks >= rule->looks && cpu - counted_from >= rule->proof_ns) {
+            if (rule->confirm_ns == 0) return 1;
+            if (!proved_at) {
+                proved_at = now;
+                proved_cpu = cpu;
+            } else if (now - proved_at >= rule->confirm_ns && cpu - proved_cpu >= rule->proof_ns) {
+                return 1;
+            }
+        }
+        if (now - start >= watch->budget_ns) return -1;
+        if (proved_at)
+            sonde_prim_sleep_ns(rule->confirm_ns);
+        else if (cpu == last_cpu)
+            sonde_prim_sleep_ns(rule->nap_ns);
+        last_cpu = cpu;
+    }
+}
