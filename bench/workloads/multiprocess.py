@@ -1,18 +1,12 @@
 """Processes: a Pool of two workers (the interpreter's default start method)
 each running a pure-Python loop and hashing, as a data-parallel job would."""
-import hashlib
 import multiprocessing as mp
+import os
+import sys
 
-
-def work(n):
-    x = 0
-    for i in range(n):
-        x += i % 7
-    for _ in range(40):
-        hashlib.sha256(b"z" * (1 << 20)).digest()
-    return x
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from mp_work import work  # noqa: E402
 
 if __name__ == "__main__":
     with mp.Pool(2) as pool:
-        print(sum(pool.map(work, [6_000_000] * 8, chunksize=1)))
+        print(sum(pool.map(work, [6_000_000] * 20, chunksize=1)))

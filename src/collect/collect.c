@@ -221,6 +221,10 @@ static bool collect_waiting(const char *dirpath, const char *exe, collect_list_t
     if (collect_list(dirpath, list) < 0) return false;
     for (size_t i = 0; i < list->n; i++)
         if (!list->items[i].handed && collect_alive(list->items[i].pid)) return true;
+    /* no child of ours left (the usual end): no need to look through /proc */
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
     return collect_python_child(exe);
 }
 

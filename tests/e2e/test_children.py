@@ -76,6 +76,7 @@ def test_pool_start_methods(env):
     # one of the three: run through it, not forced
     methods = [m if m != default.stdout.strip() else "default"
                for m in ("fork", "spawn", "forkserver")]
+    figures = []
     for method in methods:
         # CPU time only: the truth is CPU time, and on a loaded machine the
         # workers wait for a CPU for part of their wall time
@@ -98,6 +99,9 @@ def test_pool_start_methods(env):
         measured = 100.0 * parent_cpu / (parent_cpu + child_cpu)
         check(abs(reported - measured) <= 5.0, "%s: parent share %.1f %%, measured %.1f %%"
               % (method, reported, measured))
+        figures.append("%s: workers' line %.0f %% of their CPU, parent %.1f %% (measured %.1f %%)"
+                       % (method, 100.0 * worker / child_cpu, reported, measured))
+    return "; ".join(figures)
 
 
 def test_subprocess_fork_and_nested(env):
@@ -248,3 +252,24 @@ def test_parent_killed_first(env):
     check(proc.returncode == -signal.SIGKILL, "exit %d\n%s" % (proc.returncode, proc.stderr[-2000:]))
     check(_line_sec(prof, child, "kid") > 0.1, "the child's line: %r" % prof.get("processes"))
     check(prof["partial"]["processes_lost"] == 1, "partial: %r" % prof["partial"])
+
+
+def test_memory_in_children(env):
+    """--memory follows the children too: each Pool worker (fork and spawn)
+    allocates and keeps 40 MiB on one line; the line's figures add up."""
+    script = env.write("mem.py", """\
+        import multiprocessing as mp
+        def alloc(n):
+            keep = [bytearray(1 << 20) for _ in range(n)]  # @alloc
+            return len(keep)
+        if __name__ == "__main__":
+            for method in ("fork", "spawn"):
+                with mp.get_context(method).Pool(1) as pool:
+                    pool.map(alloc, [40])
+        """)
+    proc, prof = _run(env, script, [], ["--memory"])
+    check(proc.returncode == 0, proc.stderr[-2000:])
+    line = lines_by_no(prof, script).get(marked_lines(script)["alloc"])
+    check(line and 72 <= line["n_malloc_mb"] <= 96, "the allocating line (2 x 40 MiB = 84 MB): %r"
+          % line)
+    check(len(prof["processes"]) >= 3, "processes: %r" % prof["processes"])
