@@ -456,38 +456,3 @@ def test_record_pure_python_loops(env):
             check(py >= 95, "[%s] %s line only %.1f%% Python (%r)" % (cond, mark, py, line))
         notes.append("%s: Python %s" % (cond, ", ".join(shares)))
     return "; ".join(notes)
-
-
-def test_record_garbage_collection(env):
-    """Under `sonde record`, an allocation loop that keeps the collector busy:
-    the loop's bytecode stays Python, so the line's Python share is at least
-    its thread time outside collections (100 % less the time in full and
-    young collections, as the program measures them with gc.callbacks and
-    time.thread_time) less 5 points. Its collections cannot be seen from
-    outside and are judged as C code (docs/attach.md): the native share,
-    noted, comes near the full collections' share on an idle machine, lower
-    on a loaded one (measured 61 %, 67-69 % native on 3.11 unpinned; 17 %
-    for 37 % on 3.13 with the second CPU busy). 5 s of thread time: about
-    500 samples, so that the share's own noise (2 points) stays well inside
-    the tolerance (with 2 s, 200 samples, one run in six read 6 points
-    over)."""
-    script = program("alloc_gc.py")
-    mark = marked_lines(script)["alloc"]
-    notes = []
-    # unpinned only: with the second CPU busy, one run in a CI-like suite
-    # (3.9) read the loop's bytecode 8 points more native than its time
-    # outside collections (docs/attach.md, "loaded machine")
-    for cond, busy_cpu in _busy_conditions(env)[:1]:
-        lines, stdout = _record(env, script, [5.0], busy_cpu)
-        words = stdout.split()
-        check(len(words) == 3 and words[0] == "gc", "no gc figures: %r" % stdout)
-        full, young = float(words[1]), float(words[2])
-        line = lines.get(mark)
-        check(line, "[%s] alloc line missing: %r" % (cond, sorted(lines)))
-        python = _share(line, "n_cpu_percent_python")
-        outside = 100 - full - young
-        notes.append("%s: %.1f%% Python, %.1f%% of the time outside collections (full %.1f%%, "
-                     "young %.1f%%)" % (cond, python, outside, full, young))
-        check(python >= outside - 5, "[%s] alloc line %.1f%% Python; %.1f%% of its time was "
-              "outside collections" % (cond, python, outside))
-    return "; ".join(notes)
