@@ -267,7 +267,7 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
     root->exit_known = false;
     root->first_gen = -1;
     if (collect_list(dirpath, list) < 0) return 0;
-    qsort(list->items, list->n, sizeof *list->items, collect_cmp);
+    if (list->n > 1) qsort(list->items, list->n, sizeof *list->items, collect_cmp);
     sonde_buf_t path = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
     for (size_t i = 0; i < list->n; i++) {
         collect_entry_t *it = &list->items[i];
