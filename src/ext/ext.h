@@ -94,6 +94,13 @@ typedef struct sonde_sampler {
     const struct sonde_gpu *gpu;  /* borrowed; NULL: no GPU figures */
     void (*on_terminate)(void);   /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
+    /* called on the sampler thread when no Python thread is left while
+     * the session runs (a child forked from a thread other than the main
+     * one, whose forking thread then ended as a thread): the process lives
+     * on only for the sampler, as it would not under plain python; NULL:
+     * not watched. Does not return. */
+    void (*on_orphaned)(void);
+    int empty_ticks; /* consecutive ticks that found no Python thread */
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;

@@ -480,6 +480,7 @@ static void sampler_tick(sonde_sampler_t *s)
         s->acc.partial.failed_reads++;
         return;
     }
+    s->empty_ticks = n == 0 && !s->first_tick ? s->empty_ticks + 1 : 0;
     s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
     /* The span open now takes the whole tick (a test that ended since the
      * previous tick leaves its last part to the next one). */
@@ -549,6 +550,10 @@ static void *sampler_main(void *arg)
         if (atomic_load_explicit(&s->stop_requested, memory_order_acquire)) break;
         if (sonde_prim_monotonic_ns() < next) continue; /* spurious wake-up */
         sampler_tick(s);
+        if (s->empty_ticks >= 2 && s->on_orphaned) {
+            s->stop_ns = sonde_prim_monotonic_ns();
+            s->on_orphaned(); /* does not return */
+        }
         next += sampler_next_interval(s);
         now = sonde_prim_monotonic_ns();
         if (next < now) next = now + sampler_next_interval(s) / 2; /* we fell behind */

@@ -69,6 +69,7 @@ typedef struct sonde_session {
     char collect_stem[64];
     bool child;
     atomic_bool spawned;
+    unsigned long start_ident; /* the thread that started the session */
     bool exec_paused; /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
@@ -335,6 +336,21 @@ static void session_on_terminate(void)
     kill(getpid(), SIGTERM);
 }
 
+/* Runs on the sampler thread when no Python thread is left in a
+ * restarted child (sonde_sampler_t.on_orphaned): the report, then the
+ * end plain python would have had, exit status 0 when its last thread
+ * ended. */
+static void session_on_orphaned(void)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&session.reported, &expected, 1)) {
+        const char *what = "";
+        int rc = session_report(&session, false, &what);
+        if (rc < 0) session_report_error(&session, what, rc);
+    }
+    _exit(0);
+}
+
 static void session_install_sigterm(sonde_session_t *s)
 {
     struct sigaction old, act;
@@ -402,8 +418,15 @@ static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_N
 /* os.register_at_fork hooks: the program forks with no thread of ours, as
  * it would unprofiled; the child never restarts it (the session belongs to
  * the parent). */
+/* Whether the fork under way was made by the thread that started the
+ * session (the main one); copied into the child with the memory. A child
+ * forked from another thread is not followed: that thread may end there
+ * as a thread, leaving a process that plain python would have ended. */
+static bool session_fork_from_start_thread;
+
 static PyObject *session_before_fork(PyObject *self, PyObject *unused)
 {
+    session_fork_from_start_thread = session.start_ident == PyThread_get_thread_ident();
     if (session.active && session.pid == getpid()) {
         sonde_sampler_pause(&session.sampler);
         sonde_gpu_pause(&session.gpu);
@@ -441,7 +464,7 @@ static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 static PyObject *session_after_fork_child(PyObject *self, PyObject *unused)
 {
     if (session.active && session.collect_dir && !sonde_exec_in_fork_exec() &&
-        sonde_boot_fork_child_gil() < 0)
+        session_fork_from_start_thread && sonde_boot_fork_child_gil() < 0)
         PyErr_Clear(); /* the child runs unprofiled */
     Py_RETURN_NONE;
 }
@@ -631,6 +654,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     atomic_store(&s->stopping, false);
     session_sigterm_deferred = 0;
     s->exit_known = false;
+    s->start_ident = PyThread_get_thread_ident();
     if (session_next_collect && !(s->collect_dir = strdup(session_next_collect))) goto nomem;
     s->child = session_next_child && s->collect_dir;
     atomic_store(&s->spawned, false);
@@ -730,6 +754,9 @@ int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char 
     sonde_session_set_collector(dir, true, 0);
     int rc = sonde_session_start_gil(opts, true, program);
     free(program);
+    /* the forking thread may end as a thread (os.fork() in a thread other
+     * than the main one): the process must not live on for the sampler */
+    if (rc == 0) s->sampler.on_orphaned = session_on_orphaned;
     return rc;
 }
 
