@@ -70,7 +70,7 @@ typedef struct sonde_session {
     bool child;
     atomic_bool spawned;
     unsigned long start_ident; /* the thread that started the session */
-    bool exec_paused; /* threads paused for an os.exec* in progress */
+    bool exec_paused;          /* threads paused for an os.exec* in progress */
 } sonde_session_t;
 
 static sonde_session_t session;
