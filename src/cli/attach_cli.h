@@ -24,38 +24,16 @@ typedef enum sonde_attach_mode {
     SONDE_ATTACH_MODE_DUMP,   /* sonde dump PID */
 } sonde_attach_mode_t;
 
-/* Continuous profiles: `sonde attach --period S` and what goes with it
- * (strings borrowed from argv). period_sec 0: one profile at the end. */
-typedef struct sonde_attach_period_args {
-    double period_sec;
-    const char *period_dir;                 /* --period-dir; NULL: none */
-    unsigned keep;                          /* --keep: period files kept there */
-    const char *upload_url;                 /* --upload; NULL: none */
-    const char *app_name;                   /* --app-name; NULL: "python" */
-    const char *tags[SONDE_FLEET_MAX_TAGS]; /* --tag k=v */
-    int n_tags;
-    const char *headers_file; /* --upload-headers-file; NULL: $SONDE_UPLOAD_HEADERS */
-    const char *spool_dir;    /* --spool-dir; NULL: $TMPDIR/sonde-spool-PID */
-    unsigned spool_max;       /* --spool-max: periods waiting, at most */
-    uint64_t spool_max_bytes; /* --spool-max-bytes */
-    double upload_timeout;    /* --upload-timeout: seconds per request */
-} sonde_attach_period_args_t;
-
-#define SONDE_ATTACH_DEFAULT_KEEP 60
-#define SONDE_ATTACH_DEFAULT_SPOOL_MAX 1000
-#define SONDE_ATTACH_DEFAULT_SPOOL_BYTES ((uint64_t)256 << 20)
-#define SONDE_ATTACH_DEFAULT_UPLOAD_TIMEOUT 10.0
-
 typedef struct sonde_attach_args {
     sonde_attach_opts_t opts;
-    const sonde_format_t *format;      /* --format, else -o's ending, else text;
+    const sonde_format_t *format; /* --format, else -o's ending, else text;
                                      never NULL after a successful parse */
-    const char *outfile;               /* -o/--output (alias --outfile), borrowed
+    const char *outfile;          /* -o/--output (alias --outfile), borrowed
                                      from argv; NULL: the command's stream */
-    pid_t pid;                         /* attach, dump */
-    char *const *command;              /* record: borrowed from argv, NULL-terminated there */
-    bool help;                         /* -h/--help: nothing else is set */
-    sonde_attach_period_args_t period; /* attach only */
+    pid_t pid;                    /* attach, dump */
+    char *const *command;         /* record: borrowed from argv, NULL-terminated there */
+    bool help;                    /* -h/--help: nothing else is set */
+    sonde_period_args_t period;   /* attach only */
     /* --profile-all, --profile-only, --profile-exclude, parsed by `run`'s
      * own code (sonde_run_opts_file_word) into these options, which own the
      * patterns; opts.files points into them. */

@@ -41,16 +41,20 @@ int sonde_cli_dump(int argc, char **argv);
 
 struct sonde_program;
 struct sonde_run_opts;
+struct sonde_period_args;
 /* The common end of `sonde run` and `sonde trace`: checks the program and
  * the outfile, finds the package, and replaces the process with the
  * interpreter in the given mode, handing over the mode's encoded options
  * (launch.h); preload_shim: run --memory. collect: `sonde run`'s options;
  * unless they say --no-subprocesses, the process stays as the collector
- * (src/collect/) and returns the program's exit status when it is done.
- * Otherwise returns (an exit status) only on failure, after printing the
- * error. */
+ * (src/collect/) and returns the program's exit status when it is done;
+ * period (NULL: none; settled options) makes it hand one profile per
+ * period to the fleet pipeline (period.c) instead of one report at the
+ * end. Otherwise returns (an exit status) only on failure, after
+ * printing the error. */
 int sonde_cli_launch(const char *mode, const struct sonde_program *prog, const char *outfile,
-                     const char *options, bool preload_shim, const struct sonde_run_opts *collect);
+                     const char *options, bool preload_shim, const struct sonde_run_opts *collect,
+                     const struct sonde_period_args *period);
 
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

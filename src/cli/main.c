@@ -6,6 +6,7 @@
  * no signal handlers.
  */
 #include "cli.h"
+#include "period.h"
 
 #include "../collect/collect.h"
 
@@ -136,8 +137,36 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
     return 0;
 }
 
+/* The collector's periods (sonde_collect_out_t) on a sonde_cli_period_t. */
+typedef struct main_periods {
+    sonde_cli_period_t run;
+    const sonde_period_args_t *args;
+    const sonde_format_t *format;
+    double rate_hz;
+} main_periods_t;
+
+static int main_periods_start(void *arg)
+{
+    main_periods_t *m = arg;
+    return sonde_cli_period_open(&m->run, m->args, m->format, m->rate_hz);
+}
+
+static int main_periods_submit(void *arg, const sonde_profile_t *prof, uint64_t from_ns,
+                               uint64_t until_ns)
+{
+    main_periods_t *m = arg;
+    return sonde_cli_period_submit_profile(&m->run, prof, from_ns, until_ns);
+}
+
+static void main_periods_finish(void *arg, volatile sig_atomic_t *cancel)
+{
+    main_periods_t *m = arg;
+    (void)sonde_cli_period_close(&m->run, "the program", cancel);
+}
+
 int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
-                     const char *options, bool preload_shim, const sonde_run_opts_t *collect)
+                     const char *options, bool preload_shim, const sonde_run_opts_t *collect,
+                     const sonde_period_args_t *period)
 {
     char err[512] = "", first_err[512] = "", pkg_dir[4096], python[4096];
     if (sonde_launch_check(prog, outfile, err, sizeof err) < 0) {
@@ -165,10 +194,20 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
         return 2;
     }
     if (collect && !collect->no_subprocesses) {
-        rc = sonde_collect_run(python, pkg_dir, prog, options, preload_shim, collect, err,
+        sonde_collect_out_t out = {.compress = sonde_cli_gzip};
+        main_periods_t periods = {.args = period, .format = collect->format};
+        if (period) {
+            periods.rate_hz = collect->interval_sec > 0 ? 1.0 / collect->interval_sec : 100;
+            out.period_sec = period->period_sec;
+            out.start = main_periods_start;
+            out.submit = main_periods_submit;
+            out.finish = main_periods_finish;
+            out.arg = &periods;
+        }
+        rc = sonde_collect_run(python, pkg_dir, prog, options, preload_shim, collect, &out, err,
                                sizeof err);
         if (rc >= 0) return rc;
-        sonde_cli_error("%s", err);
+        if (err[0]) sonde_cli_error("%s", err);
         return 2;
     }
     sonde_launch_exec(python, pkg_dir, mode, prog, options, preload_shim, err, sizeof err);

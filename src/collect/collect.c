@@ -17,7 +17,19 @@
  * subreaper, so that the processes the program leaves behind become its
  * children and it can tell whether any Python one still runs.
  *
- * Runs in the `sonde` process only, ordinary code.
+ * Continuous profiles (`sonde run --period`): the directory also holds
+ * "period", a word this process maps and every profiled process maps
+ * read-only (session.c): the number of periods ended. At each period's
+ * end the loop counts one more; each process's sampler thread sees it at
+ * its next tick and hands what it sampled since the last period over as
+ * "<stem>.p<count>.json". Once every running process has (or a short wait
+ * has passed: a late one's profile goes into the next period), the loop
+ * merges those and the final profiles of processes that ended, and hands
+ * the merge to the command (sonde_collect_out_t.submit), which encodes and
+ * sends it; files are deleted once read, so that nothing grows with time.
+ *
+ * Runs in the `sonde` process only, ordinary code (collect_on_cancel is a
+ * signal handler, installed only while the last periods are sent).
  */
 #include "collect.h"
 
@@ -32,9 +44,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -310,10 +324,240 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
     return n;
 }
 
+/* ---- periods ------------------------------------------------------------------------ */
+
+#define COLLECT_PERIOD_WAIT_MIN_NS 20000000ull   /* for the processes' periods, at least */
+#define COLLECT_PERIOD_WAIT_MAX_NS 2000000000ull /* ... and at most */
+
+typedef struct collect_periods {
+    const sonde_collect_out_t *out; /* NULL: no periods */
+    _Atomic uint64_t *word;         /* the shared count of periods ended */
+    uint64_t count;                 /* == *word */
+    uint64_t period_ns;
+    uint64_t from_ns;                     /* the current period's start (unix ns) */
+    uint64_t end_mono;                    /* ... and its end (monotonic) */
+    bool pending;                         /* period `count` ended: its profiles are awaited */
+    uint64_t pending_from, pending_until; /* its span (unix ns) */
+    uint64_t wait_until;                  /* monotonic: the wait's end */
+} collect_periods_t;
+
+static uint64_t collect_unix_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Makes "period" in the directory and maps it. Returns 0 or -errno. */
+static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/period", dirpath);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    void *map = MAP_FAILED;
+    if (ftruncate(fd, (off_t)sysconf(_SC_PAGESIZE)) == 0)
+        map = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (map == MAP_FAILED) return -e;
+    cp->word = map;
+    atomic_store(cp->word, 0);
+    cp->period_ns = (uint64_t)(cp->out->period_sec * 1e9);
+    cp->from_ns = collect_unix_ns();
+    cp->end_mono = collect_now_ns() + cp->period_ns;
+    return 0;
+}
+
+/* Reads a profile file into merged. Returns 0, or -errno after one line
+ * saying why it is left out. */
+static int collect_load_into(const char *path, int pid, sonde_profile_t *merged)
+{
+    sonde_buf_t text = SONDE_BUF_INIT;
+    sonde_profile_t one;
+    char err[256] = "";
+    sonde_profile_init(&one);
+    int rc = sonde_buf_read_file(&text, path, COLLECT_MAX_PROFILE, NULL);
+    if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
+    if (rc == 0) rc = sonde_profile_merge(merged, &one);
+    if (rc < 0)
+        fprintf(stderr, "sonde: a profile of process %d is left out: %s\n", pid,
+                err[0] ? err : strerror(-rc));
+    sonde_profile_free(&one);
+    sonde_buf_free(&text);
+    return rc;
+}
+
+/* "<stem>.p<count>.json": the stem (into stem) and the count. */
+static bool collect_period_name(const char *name, char *stem, size_t stem_len, uint64_t *count)
+{
+    const char *p = strstr(name, ".p");
+    size_t len = strlen(name);
+    if (!p || p == name || (size_t)(p - name) >= stem_len || len < 7 ||
+        strcmp(name + len - 5, ".json") != 0)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(p + 2, &end, 10);
+    if (end == p + 2 || errno || strcmp(end, ".json") != 0) return false;
+    memcpy(stem, name, (size_t)(p - name));
+    stem[p - name] = 0;
+    *count = n;
+    return true;
+}
+
+/* Whether every profiled process still running has handed period `count`
+ * over (or its end). */
+static bool collect_period_ready(const char *dirpath, uint64_t count, collect_list_t *list)
+{
+    if (collect_list(dirpath, list) < 0) return true;
+    for (size_t i = 0; i < list->n; i++) {
+        collect_entry_t *it = &list->items[i];
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s.p%llu.json", dirpath, it->stem,
+                 (unsigned long long)count);
+        if (!it->handed && access(path, F_OK) != 0 && collect_alive(it->pid)) return false;
+    }
+    return true;
+}
+
+/* Merges what the processes handed over for the periods up to cp->count
+ * (every period file when final) and the final profiles of the processes
+ * that ended, deletes those files, and submits the merge as [from_ns,
+ * until_ns). A process that ended without a profile is counted lost once;
+ * when final, so is one still running. */
+static void collect_period_finish(const char *dirpath, collect_periods_t *cp, collect_list_t *list,
+                                  uint64_t from_ns, uint64_t until_ns, bool final)
+{
+    sonde_profile_t merged;
+    sonde_profile_init(&merged);
+    uint64_t lost = 0;
+    char path[PATH_MAX], stem[64];
+    DIR *d = opendir(dirpath);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            uint64_t count = 0;
+            if (!collect_period_name(e->d_name, stem, sizeof stem, &count)) continue;
+            if (!final && count > cp->count) continue;
+            snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
+            (void)collect_load_into(path, atoi(stem), &merged);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    if (collect_list(dirpath, list) == 0) {
+        for (size_t i = 0; i < list->n; i++) {
+            collect_entry_t *it = &list->items[i];
+            char live[PATH_MAX];
+            snprintf(live, sizeof live, "%s/%s.live", dirpath, it->stem);
+            if (it->handed) {
+                snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
+                if (collect_load_into(path, it->pid, &merged) < 0) lost++;
+                unlink(path);
+                unlink(live);
+            } else if (final || !collect_alive(it->pid)) {
+                /* ended without a profile (killed), or still running at
+                 * the end: its file is read again after a last look */
+                snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
+                if (access(path, F_OK) == 0) {
+                    if (collect_load_into(path, it->pid, &merged) < 0) lost++;
+                    unlink(path);
+                } else {
+                    lost++;
+                }
+                unlink(live);
+            }
+        }
+    }
+    merged.partial.processes_lost += lost;
+    merged.elapsed_sec = until_ns > from_ns ? (double)(until_ns - from_ns) / 1e9 : 0;
+    merged.exit_known = false;
+    if (sonde_profile_finish(&merged) == 0)
+        (void)cp->out->submit(cp->out->arg, &merged, from_ns, until_ns);
+    sonde_profile_free(&merged);
+}
+
+/* The loop's work for periods at monotonic time now: ends the current
+ * period when its time came (the count moves on), and finishes the one
+ * ended when its profiles are in or the wait is over. */
+static void collect_periods_tick(const char *dirpath, collect_periods_t *cp, collect_list_t *list,
+                                 uint64_t now)
+{
+    if (!cp->out) return;
+    if (!cp->pending && now >= cp->end_mono) {
+        cp->pending_from = cp->from_ns;
+        cp->pending_until = collect_unix_ns();
+        cp->from_ns = cp->pending_until;
+        cp->count++;
+        atomic_store(cp->word, cp->count);
+        cp->pending = true;
+        uint64_t wait = cp->period_ns / 2;
+        if (wait < COLLECT_PERIOD_WAIT_MIN_NS) wait = COLLECT_PERIOD_WAIT_MIN_NS;
+        if (wait > COLLECT_PERIOD_WAIT_MAX_NS) wait = COLLECT_PERIOD_WAIT_MAX_NS;
+        cp->wait_until = now + wait;
+        cp->end_mono += cp->period_ns;
+        if (cp->end_mono <= now) cp->end_mono = now + cp->period_ns; /* fell behind */
+    }
+    if (cp->pending && (now >= cp->wait_until || collect_period_ready(dirpath, cp->count, list))) {
+        collect_period_finish(dirpath, cp, list, cp->pending_from, cp->pending_until, false);
+        cp->pending = false;
+    }
+}
+
+/* How long the loop may sleep: until the next thing periods need. */
+static long collect_periods_sleep(const collect_periods_t *cp, uint64_t now, long tick_ns)
+{
+    if (!cp->out) return tick_ns;
+    uint64_t next = cp->pending ? now + 2000000ull : cp->end_mono; /* poll while waiting */
+    if (next <= now) return 1000;
+    return next - now < (uint64_t)tick_ns ? (long)(next - now) : tick_ns;
+}
+
+static volatile sig_atomic_t collect_cancel;
+
+/* Signal handler (async-signal-safe): a second SIGINT or SIGTERM while
+ * the last periods are sent. */
+static void collect_on_cancel(int sig)
+{
+    (void)sig;
+    collect_cancel = 1;
+}
+
+/* After the program: the period under way (partial) and the one awaited,
+ * then the command's finish, with SIGINT and SIGTERM cancelling it. */
+static void collect_periods_end(const char *dirpath, collect_periods_t *cp, collect_list_t *list)
+{
+    if (cp->pending)
+        collect_period_finish(dirpath, cp, list, cp->pending_from, cp->pending_until, false);
+    cp->pending = false;
+    collect_period_finish(dirpath, cp, list, cp->from_ns, collect_unix_ns(), true);
+    struct sigaction act, old_int, old_term;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = collect_on_cancel;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGINT, &act, &old_int);
+    sigaction(SIGTERM, &act, &old_term);
+    sigset_t two;
+    sigemptyset(&two);
+    sigaddset(&two, SIGINT);
+    sigaddset(&two, SIGTERM);
+    collect_cancel = 0;
+    sigprocmask(SIG_UNBLOCK, &two, NULL);
+    if (cp->out->finish) cp->out->finish(cp->out->arg, &collect_cancel);
+    sigprocmask(SIG_BLOCK, &two, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    munmap((void *)cp->word, sizeof(uint64_t));
+    cp->word = NULL;
+}
+
+/* ---- the report at the end ------------------------------------------------------------ */
+
 /* Writes the merged report as opts asks. Prints a one-line error on
  * failure. */
 static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, const char *pkg_dir,
-                           int gen)
+                           int gen, sonde_compress_fn compress)
 {
     /* The program's image that handed over was the one an os.exec* of the
      * interpreter started: its report goes where the boot said it would
@@ -329,6 +573,7 @@ static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, 
     ctx.text.cpu_percent_threshold = opts->cpu_percent_threshold;
     ctx.text.all_lines = opts->all_lines;
     ctx.viewer_dir = sonde_buf_error(&viewer) ? NULL : viewer.data;
+    ctx.pprof.compress = compress;
     const char *what = "write the report";
     int rc = sonde_profile_finish(prof);
     if (rc == 0)
@@ -378,7 +623,7 @@ static void collect_forward(int sig, const siginfo_t *info, pid_t root, bool roo
 
 int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_program_t *prog,
                       const char *options, bool preload_shim, const sonde_run_opts_t *opts,
-                      char *err, size_t err_len)
+                      const sonde_collect_out_t *out, char *err, size_t err_len)
 {
     sonde_buf_t dir = SONDE_BUF_INIT;
     int rc = collect_make_dir(&dir);
@@ -398,11 +643,31 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     for (size_t i = 0; i < SONDE_ARRAY_LEN(collect_forwarded); i++)
         sigaddset(&set, collect_forwarded[i]);
     sigprocmask(SIG_BLOCK, &set, &old);
+    collect_periods_t periods = {0};
+    if (out && out->period_sec > 0) {
+        periods.out = out;
+        rc = collect_periods_open(dir.data, &periods);
+        if (rc == 0 && out->start && out->start(out->arg) != 0) {
+            err[0] = 0;
+            rc = -ECANCELED;
+        } else if (rc < 0) {
+            snprintf(err, err_len, "cannot make the period file of the collector: %s",
+                     strerror(-rc));
+        }
+        if (rc < 0) {
+            if (periods.word) munmap((void *)periods.word, sizeof(uint64_t));
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            collect_remove_dir(dir.data);
+            sonde_buf_free(&dir);
+            return rc;
+        }
+    }
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     fflush(NULL);
     pid_t root = fork();
     if (root < 0) {
         rc = -errno;
+        if (periods.out) collect_periods_end(dir.data, &periods, &(collect_list_t){0});
         sigprocmask(SIG_SETMASK, &old, NULL);
         collect_remove_dir(dir.data);
         sonde_buf_free(&dir);
@@ -439,7 +704,8 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     uint64_t root_end = 0;
     collect_list_t list = {0};
     for (;;) {
-        struct timespec tick = {0, COLLECT_TICK_NS};
+        struct timespec tick = {0,
+                                collect_periods_sleep(&periods, collect_now_ns(), COLLECT_TICK_NS)};
         siginfo_t info;
         int sig = sigtimedwait(&set, &info, &tick);
         if (sig > 0 && sig != SIGCHLD) {
@@ -461,6 +727,7 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             root_done = true;
             root_end = collect_now_ns();
         }
+        collect_periods_tick(dir.data, &periods, &list, collect_now_ns());
         if (!root_done) {
             /* the interpreter's real file, once the program runs it (a
              * pyenv shim execs it in turn): a child forked an instant
@@ -482,7 +749,9 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     uint64_t lost = 0;
     collect_root_pid = (int)root;
     collect_root_t from_root;
-    if (collect_merge(dir.data, &list, &merged, &lost, &from_root) > 0) {
+    if (periods.out) {
+        collect_periods_end(dir.data, &periods, &list);
+    } else if (collect_merge(dir.data, &list, &merged, &lost, &from_root) > 0) {
         merged.partial.processes_lost += lost;
         /* how the program ended, never a child (a Pool's workers end by
          * SIGTERM): as its profile saw it, else its wait status */
@@ -499,7 +768,8 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
             sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
         }
-        collect_report(&merged, opts, pkg_dir, from_root.first_gen > 0 ? from_root.first_gen : 0);
+        collect_report(&merged, opts, pkg_dir, from_root.first_gen > 0 ? from_root.first_gen : 0,
+                       out ? out->compress : NULL);
     }
     sonde_profile_free(&merged);
     free(list.items);

@@ -101,6 +101,15 @@ typedef struct sonde_sampler {
      * not watched. Does not return. */
     void (*on_orphaned)(void);
     int empty_ticks; /* consecutive ticks that found no Python thread */
+    /* Continuous profiles (`sonde run --period`, src/collect/): the
+     * collector's period count, a word in a file it shares with every
+     * profiled process (NULL: no periods). When it changes, the sampler
+     * thread calls on_period(count) after its tick, which hands what was
+     * sampled since the last period over and calls
+     * sonde_sampler_period_reset. */
+    const _Atomic uint64_t *period_word;
+    uint64_t period_seen; /* the count last handed over (sampler thread) */
+    void (*on_period)(uint64_t count);
     /* Owned by the sampler thread while it runs; read by others only after
      * sonde_sampler_stop returned. */
     sonde_pyproc_t proc;
@@ -110,6 +119,8 @@ typedef struct sonde_sampler {
     sonde_threadlist_t tick_threads; /* the current tick's thread states */
     sonde_ns_t start_ns, stop_ns, last_tick_ns;
     uint64_t ticks;
+    sonde_ns_t period_start_ns; /* the current period's start (0: the run's) */
+    uint64_t period_ticks0;     /* ticks when it started */
     uint64_t rng;
     bool first_tick;
     sonde_gpu_cursor_t gpu_cursor; /* GPU readings up to the last tick */
@@ -145,9 +156,14 @@ void sonde_sampler_pause(sonde_sampler_t *s);
 int sonde_sampler_resume(sonde_sampler_t *s);
 /* Async-signal-safe: asks the sampler thread to run on_terminate. */
 void sonde_sampler_signal_terminate(sonde_sampler_t *s);
-/* Converts what was sampled into a profile (after stop). cwd resolves
- * relative file names. Returns 0 or -ENOMEM. */
+/* Converts what was sampled (since the current period began, with
+ * periods) into a profile: after stop, or on the sampler thread (its
+ * on_terminate and on_period callbacks). cwd resolves relative file
+ * names. Returns 0 or -ENOMEM. */
 int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof);
+/* Starts a new period: empties the accumulators (their memory kept) and
+ * the span tables. Sampler thread only (on_period), or after stop. */
+void sonde_sampler_period_reset(sonde_sampler_t *s);
 /* Frees everything (after stop). */
 void sonde_sampler_free(sonde_sampler_t *s);
 

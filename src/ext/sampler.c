@@ -550,6 +550,13 @@ static void *sampler_main(void *arg)
         if (atomic_load_explicit(&s->stop_requested, memory_order_acquire)) break;
         if (sonde_prim_monotonic_ns() < next) continue; /* spurious wake-up */
         sampler_tick(s);
+        if (s->period_word && s->on_period) {
+            uint64_t count = atomic_load_explicit(s->period_word, memory_order_acquire);
+            if (count != s->period_seen) {
+                s->period_seen = count;
+                s->on_period(count);
+            }
+        }
         if (s->empty_ticks >= 2 && s->on_orphaned) {
             s->stop_ns = sonde_prim_monotonic_ns();
             s->on_orphaned(); /* does not return */
@@ -667,12 +674,22 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
     sonde_accum_convert_t how = {.per_thread = true, .main_tid = getpid()};
     int rc = sonde_accum_to_profile(&s->acc, &names, &how, prof);
     if (rc < 0) return rc;
-    prof->samples = s->ticks;
+    prof->samples = s->ticks - s->period_ticks0;
     sonde_ns_t end = s->stop_ns ? s->stop_ns : sonde_prim_monotonic_ns();
-    prof->elapsed_sec = (double)(end - s->start_ns) / 1e9;
+    sonde_ns_t start = s->period_start_ns ? s->period_start_ns : s->start_ns;
+    prof->elapsed_sec = end > start ? (double)(end - start) / 1e9 : 0;
     prof->interval_sec = (double)s->interval_ns / 1e9;
     prof->virtual_time = s->virtual_time;
     return 0;
+}
+
+void sonde_sampler_period_reset(sonde_sampler_t *s)
+{
+    sonde_accum_clear(&s->acc);
+    for (size_t i = 0; i < s->n_spans; i++)
+        sonde_accum_clear(&s->spans[i]);
+    s->period_start_ns = sonde_prim_monotonic_ns();
+    s->period_ticks0 = s->ticks;
 }
 
 void sonde_sampler_free(sonde_sampler_t *s)

@@ -5,7 +5,8 @@
  * before an os.exec* (exec.c wraps those functions) and the
  * writing of its report, in the format its options chose from the format
  * registry (src/report/format.c), with the text of IPython cells it
- * profiled (cells.c); an empty terminal report at exit is one line printed
+ * profiled (cells.c); with `sonde run --period`, the hand-over of each
+ * period's profile to the collector, on the sampler thread; an empty terminal report at exit is one line printed
  * by a C exit handler, which knows the exit status.
  * Called with the GIL from module.c and boot.c; the report may also be
  * written on the sampler thread after SIGTERM (without the GIL: building
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,6 +71,11 @@ typedef struct sonde_session {
     char collect_stem[64];
     bool child;
     atomic_bool spawned;
+    /* `sonde run --period`: the collector's period count, mapped from
+     * "period" in its directory (NULL: no periods). Every period's
+     * profile goes to the collector, the process's own included. */
+    const _Atomic uint64_t *period_map;
+    bool periods;              /* the directory has "period" (even when it could not be mapped) */
     unsigned long start_ident; /* the thread that started the session */
     bool exec_paused;          /* threads paused for an os.exec* in progress */
 } sonde_session_t;
@@ -203,10 +210,11 @@ static void session_collect_unlink_live(sonde_session_t *s)
 /* Hands the profile to the collector: JSON, written atomically as
  * "<stem>.json". Nothing is said on failure (the collector counts the
  * process as lost). Returns 0 or -errno. */
-static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, const char **what)
+static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, const char *suffix,
+                             const char **what)
 {
     sonde_buf_t path = SONDE_BUF_INIT;
-    int rc = session_collect_path(s, ".json", &path);
+    int rc = session_collect_path(s, suffix, &path);
     if (rc == 0) {
         sonde_report_ctx_t ctx;
         sonde_report_ctx_init(&ctx, -1);
@@ -239,6 +247,33 @@ static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
     return sonde_profile_add_process(prof, &process);
 }
 
+/* Whether the profile goes to the collector: a followed child, a process
+ * that started one, every process with periods. */
+static bool session_to_collector(sonde_session_t *s)
+{
+    return s->collect_dir && (s->child || atomic_load(&s->spawned) || s->periods);
+}
+
+/* Builds the profile of what was sampled (since the current period began,
+ * with periods) into prof (initialised). No Python API. Returns 0 or
+ * -errno. */
+static int session_build(sonde_session_t *s, sonde_profile_t *prof)
+{
+    int rc = sonde_profile_set_run(prof, s->program ? s->program : "", s->argc,
+                                   (const char *const *)s->argv, s->python_version);
+    if (rc < 0) return rc;
+    if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, prof)) < 0) return rc;
+    if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, prof)) < 0) return rc;
+    if ((rc = sonde_gpu_to_profile(&s->gpu, prof)) < 0) return rc;
+    if ((rc = session_process(s, prof)) < 0) return rc;
+    if ((rc = sonde_profile_finish(prof)) < 0) return rc;
+    if ((rc = sonde_cells_apply(&s->cells, prof)) < 0) return rc;
+    prof->profile_all = s->opts.profile_all;
+    prof->pid = (int)getpid();
+    if (s->exit_known) sonde_profile_set_exit(prof, s->exit_status, s->exit_exception);
+    return 0;
+}
+
 /* Builds and writes the report. No Python API: runs with or without the
  * GIL; python_thread: the caller is a Python thread that released the GIL,
  * which pprof's gzip (Python's zlib) may take back. A report for stderr is
@@ -249,24 +284,13 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     sonde_profile_t prof;
     int rc;
 
-    bool to_collector = s->collect_dir && (s->child || atomic_load(&s->spawned));
+    bool to_collector = session_to_collector(s);
     if (!to_collector && !s->outfile && !s->stderr_open) return 0; /* nowhere to go */
     sonde_profile_init(&prof);
     *what = "build the report";
-    rc = sonde_profile_set_run(&prof, s->program ? s->program : "", s->argc,
-                               (const char *const *)s->argv, s->python_version);
-    if (rc < 0) goto done;
-    if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, &prof)) < 0) goto done;
-    if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, &prof)) < 0) goto done;
-    if ((rc = sonde_gpu_to_profile(&s->gpu, &prof)) < 0) goto done;
-    if ((rc = session_process(s, &prof)) < 0) goto done;
-    if ((rc = sonde_profile_finish(&prof)) < 0) goto done;
-    if ((rc = sonde_cells_apply(&s->cells, &prof)) < 0) goto done;
-    prof.profile_all = s->opts.profile_all;
-    prof.pid = (int)getpid();
-    if (s->exit_known) sonde_profile_set_exit(&prof, s->exit_status, s->exit_exception);
+    if ((rc = session_build(s, &prof)) < 0) goto done;
     if (to_collector) {
-        rc = session_hand_over(s, &prof, what);
+        rc = session_hand_over(s, &prof, ".json", what);
         goto done;
     }
     session_collect_unlink_live(s);
@@ -288,14 +312,58 @@ done:
 }
 
 /* Prints a one-line error without stdio buffering surprises. */
-static void session_report_error(const sonde_session_t *s, const char *what, int rc)
+static void session_report_error(sonde_session_t *s, const char *what, int rc)
 {
-    if (!s->stderr_open || (s->collect_dir && (s->child || atomic_load(&s->spawned)))) return;
+    if (!s->stderr_open || session_to_collector(s)) return;
     sonde_buf_t line = SONDE_BUF_INIT;
     sonde_buf_printf(&line, "sonde: cannot %s%s%s: %s\n", what, s->outfile ? " to " : "",
                      s->outfile ? s->outfile : "", strerror(-rc));
     if (!sonde_buf_error(&line)) sonde_write_fd(2, line.data, line.len);
     sonde_buf_free(&line);
+}
+
+/* ---- periods (sonde run --period) ------------------------------------------------- */
+
+/* Runs on the sampler thread when the collector's period count moved to
+ * count: what was sampled since the last period goes to
+ * "<stem>.p<count>.json", and a new period starts. A profile that cannot
+ * be written is left out (the collector then has nothing of this process
+ * for that period); sampling goes on. */
+static void session_on_period(uint64_t count)
+{
+    sonde_session_t *s = &session;
+    sonde_profile_t prof;
+    char suffix[48];
+    const char *what = "";
+    snprintf(suffix, sizeof suffix, ".p%llu.json", (unsigned long long)count);
+    sonde_profile_init(&prof);
+    if (session_build(s, &prof) == 0) (void)session_hand_over(s, &prof, suffix, &what);
+    sonde_profile_free(&prof);
+    sonde_sampler_period_reset(&s->sampler);
+}
+
+/* Maps the collector's period count when its directory has one ("period":
+ * the collector of `sonde run --period` made it) and hands it to the
+ * sampler. Best effort: without it the process hands one profile over at
+ * its end, which the collector takes as its last period. */
+static void session_period_open(sonde_session_t *s)
+{
+    sonde_buf_t path = SONDE_BUF_INIT;
+    if (!s->collect_dir) return;
+    sonde_buf_printf(&path, "%s/period", s->collect_dir);
+    if (sonde_buf_error(&path)) goto done;
+    int fd = open(path.data, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) goto done;
+    s->periods = true;
+    void *map = mmap(NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) goto done;
+    s->period_map = map;
+    s->sampler.period_word = s->period_map;
+    s->sampler.period_seen = atomic_load(s->period_map);
+    s->sampler.on_period = session_on_period;
+done:
+    sonde_buf_free(&path);
 }
 
 /* ---- SIGTERM -------------------------------------------------------------------- */
@@ -594,6 +662,9 @@ static void session_clear(sonde_session_t *s)
     free(s->collect_dir);
     s->collect_dir = NULL;
     s->collect_stem[0] = 0;
+    if (s->period_map) munmap((void *)s->period_map, sizeof(uint64_t));
+    s->period_map = NULL;
+    s->periods = false;
     s->child = false;
     atomic_store(&s->spawned, false);
     s->cwd = s->viewer_dir = NULL;
@@ -692,6 +763,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.prior_threads_out = opts->prior_threads_out;
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = session_on_terminate;
+    session_period_open(s);
     sonde_gpu_start(&s->gpu, opts);
     s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 || sonde_exec_wrap_gil() < 0) {

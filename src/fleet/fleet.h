@@ -16,9 +16,9 @@
  *             files, never waits for the network) and the upload thread
  *             that sends the backlog oldest first, with backoff while the
  *             backend is down or slow
- * A caller gives it encoded bytes and the period's from/until: `sonde
- * attach --period` today (src/cli/attach_period.c), the collector process
- * of `sonde run --period` later. Errors are 0 / -errno; the few things
+ * A caller gives it encoded bytes and the period's from/until, through
+ * src/cli/period.c: `sonde attach --period` (src/cli/attach_period.c) and
+ * the collector process of `sonde run --period` (src/collect/). Errors are 0 / -errno; the few things
  * worth telling the user while running (drops, a backend that went down or
  * came back) go through the log callback, from either thread. Nothing here
  * runs in a signal handler.
@@ -36,6 +36,31 @@
 #define SONDE_FLEET_MAX_HEADERS 32                  /* header lines accepted */
 #define SONDE_FLEET_MAX_HEADER_BYTES 8192           /* headers file or variable, at most */
 #define SONDE_FLEET_MAX_PROFILE ((size_t)256 << 20) /* one period's bytes, at most */
+
+/* ---- the command-line options (parsed by src/cli/period.c) ------------------------ */
+
+/* Continuous profiles: `--period S` and what goes with it, in `sonde
+ * attach` and `sonde run` (strings borrowed from argv). period_sec 0: one
+ * profile at the end. */
+typedef struct sonde_period_args {
+    double period_sec;
+    const char *period_dir;                 /* --period-dir; NULL: none */
+    unsigned keep;                          /* --keep: period files kept there */
+    const char *upload_url;                 /* --upload; NULL: none */
+    const char *app_name;                   /* --app-name; NULL: "python" */
+    const char *tags[SONDE_FLEET_MAX_TAGS]; /* --tag k=v */
+    int n_tags;
+    const char *headers_file; /* --upload-headers-file; NULL: $SONDE_UPLOAD_HEADERS */
+    const char *spool_dir;    /* --spool-dir; NULL: $TMPDIR/sonde-spool-PID */
+    unsigned spool_max;       /* --spool-max: periods waiting, at most */
+    uint64_t spool_max_bytes; /* --spool-max-bytes */
+    double upload_timeout;    /* --upload-timeout: seconds per request */
+} sonde_period_args_t;
+
+#define SONDE_PERIOD_DEFAULT_KEEP 60
+#define SONDE_PERIOD_DEFAULT_SPOOL_MAX 1000
+#define SONDE_PERIOD_DEFAULT_SPOOL_BYTES ((uint64_t)256 << 20)
+#define SONDE_PERIOD_DEFAULT_UPLOAD_TIMEOUT 10.0
 
 /* ---- the period files (spool.c) ------------------------------------------------ */
 

@@ -90,6 +90,18 @@ const char sonde_run_usage[] =
     "                             .svg .folded .collapsed .speedscope.json .pb.gz\n"
     "                             .pprof);\n"
     "                             --outfile is the same option\n"
+    "  --period SEC               continuous profiles, for services: one profile\n"
+    "                             (pprof unless --format says) per SEC seconds\n"
+    "                             of all the program's processes, instead of a\n"
+    "                             report at the end; with one or both of:\n"
+    "  --period-dir DIR           write each period's profile to DIR, keeping the\n"
+    "                             newest --keep N (default 60)\n"
+    "  --upload URL               send each to a Pyroscope-compatible /ingest\n"
+    "                             (--app-name NAME, --tag K=V, headers from\n"
+    "                             --upload-headers-file FILE or\n"
+    "                             $SONDE_UPLOAD_HEADERS, --upload-timeout SEC,\n"
+    "                             backlog --spool-dir DIR, --spool-max N,\n"
+    "                             --spool-max-bytes B; docs/fleet.md)\n"
     "  -h, --help                 show this help\n"
     "\n"
     "Time spent in files that are not profiled is charged to the nearest\n"
@@ -255,8 +267,10 @@ static int opts_choose_format(sonde_run_opts_t *opts, const char *name, const ch
 static void opts_settle_format(sonde_run_opts_t *opts)
 {
     if (!opts->format && opts->outfile) opts->format = sonde_format_of_path(opts->outfile);
+    opts->format_by_default = !opts->format;
     if (!opts->format) opts->format = sonde_format_default();
     if (opts->format->needs_stacks) opts->stacks = true;
+    opts->outfile_by_default = !opts->outfile && opts->format->default_file;
     if (!opts->outfile) opts->outfile = opts->format->default_file;
 }
 
@@ -358,6 +372,9 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
     } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
         if (rc < 0 || !*value) return sonde_errf(err, err_len, "--output needs a file name");
         opts->outfile = value;
+    } else if (opts->extra_word &&
+               (rc = opts->extra_word(opts->extra_arg, argc, argv, i, err, err_len)) != 0) {
+        return rc < 0 ? rc : 0;
     } else {
         return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
     }

@@ -55,10 +55,14 @@ typedef struct sonde_run_opts {
      * else the output file's ending, else text. Never NULL after a
      * successful parse or decode. */
     const struct sonde_format *format;
-    const char *outfile; /* -o/--output (alias --outfile), borrowed from
+    const char *outfile;     /* -o/--output (alias --outfile), borrowed from
                                      argv or owned; NULL = stderr */
-    bool help;           /* -h/--help was given */
-    const char *python;  /* --python PATH (the command's only, never handed
+    bool format_by_default;  /* after a parse: no option (nor -o's ending)
+                                chose the format */
+    bool outfile_by_default; /* after a parse: outfile is the format's own
+                                file, not -o's */
+    bool help;               /* -h/--help was given */
+    const char *python;      /* --python PATH (the command's only, never handed
                             over); borrowed from argv; NULL if not given */
     /* What to run: exactly one of script, module and command after a
      * successful parse (unless help). argv of the program:
@@ -69,7 +73,14 @@ typedef struct sonde_run_opts {
     const char *command; /* -c CODE */
     char *const *prog_argv;
     int prog_argc;
-    int n_option_tokens;                 /* argv tokens that were sonde's options */
+    int n_option_tokens; /* argv tokens that were sonde's options */
+    /* The command's own option words besides these (`sonde run --period`
+     * and its options, src/cli/run.c; never handed over): asked about a
+     * word the parser does not know; returns 1 when it took the word (and
+     * its value: *i moved), 0 when it does not know it either, or -EINVAL
+     * with the message in err. NULL: none. */
+    int (*extra_word)(void *arg, int argc, char *const *argv, int *i, char *err, size_t err_len);
+    void *extra_arg;
     struct sonde_run_opts_string *owned; /* owned: the copies the fields above
                                             may point into (sonde_run_opts_free) */
 } sonde_run_opts_t;

@@ -2,7 +2,8 @@
  *
  * Owns: how figures combine across processes and runs: the same file,
  * line and function add up (times, samples, memory sums), peaks keep the
- * highest, timelines merge in time order, stacks and threads add, the
+ * highest, timelines merge in time order, stacks (with their split by
+ * kind) and threads (by name and ids) add, the
  * elapsed time is the longest, processes are appended. Called by `sonde
  * merge` (src/cli/merge.c) and by the collector of child processes after
  * loading their profiles; plain C, never in a signal handler.
@@ -137,10 +138,16 @@ static int merge_stacks(sonde_profile_t *dst, const sonde_profile_t *src)
         int thread = -1;
         if (s->thread >= 0 && (size_t)s->thread < src->n_threads) {
             const char *name = src->thread_names[s->thread];
-            thread = sonde_profile_thread(dst, name ? name : "");
+            const sonde_thread_ids_t *ids = &src->thread_ids[s->thread];
+            thread = sonde_profile_thread_of(dst, name ? name : "", ids->pid, ids->tid);
             if (thread < 0) rc = thread;
         }
-        if (rc == 0) rc = sonde_profile_add_stack(dst, frames, s->depth, thread, s->samples, s->ns);
+        bool kinds = s->kind_ns[0] || s->kind_ns[1] || s->kind_ns[2];
+        if (rc == 0 && kinds)
+            rc = sonde_profile_add_stack_kinds(dst, frames, s->depth, thread, s->samples,
+                                               s->kind_ns);
+        else if (rc == 0)
+            rc = sonde_profile_add_stack(dst, frames, s->depth, thread, s->samples, s->ns);
     }
     free(frames);
     return rc;

@@ -273,6 +273,12 @@ typedef struct sonde_thread_ids {
     int tid;
 } sonde_thread_ids_t;
 
+/* The index of the thread named `name` with process id pid and kernel
+ * thread id tid (created on first use): threads of several processes, or
+ * two threads of one process, that share a name stay apart. pid and tid
+ * 0: the same as sonde_profile_thread. Returns it or -ENOMEM. */
+int sonde_profile_thread_of(sonde_profile_t *prof, const char *name, int pid, int tid);
+
 /* Records thread index's ids (an index sonde_profile_thread gave; others
  * are ignored). */
 void sonde_profile_thread_ids(sonde_profile_t *prof, int index, int pid, int tid);

@@ -1,7 +1,7 @@
 /* stacks.c — call stacks in the profile model (flame graphs).
  *
  * Owns: interned frames, unique stacks with their weights, thread names and
- * ids: sonde_profile_add_stack, sonde_profile_thread, sonde_profile_thread_ids. Producers are the
+ * ids: sonde_profile_add_stack, sonde_profile_thread(_of), sonde_profile_thread_ids. Producers are the
  * attach reader and `sonde run --stacks`; the folded, SVG, speedscope and
  * HTML writers read prof->stacks / prof->frames. Frames and stacks are
  * found through one open-addressed index (hash of the frame's strings and
@@ -217,10 +217,10 @@ int sonde_profile_add_stack_kinds(sonde_profile_t *prof, const sonde_stack_frame
     return stacks_add(prof, frames, depth, thread, samples, ns, kind_ns);
 }
 
-int sonde_profile_thread(sonde_profile_t *prof, const char *name)
+/* Appends a thread named name with ids (0, 0). Returns its index or
+ * -ENOMEM. */
+static int stacks_thread_new(sonde_profile_t *prof, const char *name)
 {
-    for (size_t i = 0; i < prof->n_threads; i++)
-        if (strcmp(prof->thread_names[i], name ? name : "") == 0) return (int)i;
     char **names = realloc(prof->thread_names, (prof->n_threads + 1) * sizeof *names);
     if (!names) return -ENOMEM;
     prof->thread_names = names;
@@ -231,6 +231,25 @@ int sonde_profile_thread(sonde_profile_t *prof, const char *name)
     names[prof->n_threads] = strdup(name ? name : "");
     if (!names[prof->n_threads]) return -ENOMEM;
     return (int)prof->n_threads++;
+}
+
+int sonde_profile_thread(sonde_profile_t *prof, const char *name)
+{
+    for (size_t i = 0; i < prof->n_threads; i++)
+        if (strcmp(prof->thread_names[i], name ? name : "") == 0) return (int)i;
+    return stacks_thread_new(prof, name);
+}
+
+int sonde_profile_thread_of(sonde_profile_t *prof, const char *name, int pid, int tid)
+{
+    if (!pid && !tid) return sonde_profile_thread(prof, name);
+    for (size_t i = 0; i < prof->n_threads; i++)
+        if (prof->thread_ids[i].pid == pid && prof->thread_ids[i].tid == tid &&
+            strcmp(prof->thread_names[i], name ? name : "") == 0)
+            return (int)i;
+    int index = stacks_thread_new(prof, name);
+    if (index >= 0) prof->thread_ids[index] = (sonde_thread_ids_t){pid, tid};
+    return index;
 }
 
 void sonde_profile_thread_ids(sonde_profile_t *prof, int index, int pid, int tid)

@@ -339,6 +339,17 @@ static void json_stacks(sonde_buf_t *out, const sonde_profile_t *prof)
         sonde_buf_json_string(out, prof->thread_names[i] ? prof->thread_names[i] : "");
     }
     sonde_buf_puts(out, "],\n");
+    bool ids = false;
+    for (size_t i = 0; i < prof->n_threads && prof->thread_ids; i++)
+        ids = ids || prof->thread_ids[i].pid || prof->thread_ids[i].tid;
+    if (ids) {
+        json_key(out, "    ", "thread_ids");
+        sonde_buf_putc(out, '[');
+        for (size_t i = 0; i < prof->n_threads; i++)
+            sonde_buf_printf(out, "%s[%d, %d]", i ? ", " : "", prof->thread_ids[i].pid,
+                             prof->thread_ids[i].tid);
+        sonde_buf_puts(out, "],\n");
+    }
 
     json_key(out, "    ", "samples");
     sonde_buf_putc(out, '[');
@@ -357,6 +368,15 @@ static void json_stacks(sonde_buf_t *out, const sonde_profile_t *prof)
         json_count(out, s->samples);
         sonde_buf_puts(out, ", \"sec\": ");
         sonde_buf_json_number(out, (double)s->ns / SONDE_NS_PER_SEC, JSON_SECONDS_DIGITS);
+        if (s->kind_ns[0] || s->kind_ns[1] || s->kind_ns[2]) {
+            static const char *const kind_keys[SONDE_N_KINDS] = {"python_sec", "native_sec",
+                                                                 "system_sec"};
+            for (int k = 0; k < SONDE_N_KINDS; k++) {
+                sonde_buf_printf(out, ", \"%s\": ", kind_keys[k]);
+                sonde_buf_json_number(out, (double)s->kind_ns[k] / SONDE_NS_PER_SEC,
+                                      JSON_SECONDS_DIGITS);
+            }
+        }
         sonde_buf_putc(out, '}');
     }
     sonde_buf_puts(out, prof->n_stacks ? "\n    ]\n  }" : "]\n  }");

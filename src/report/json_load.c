@@ -356,6 +356,7 @@ static bool load_stacks(load_t *ld, const cJSON *root)
     if (!stacks) return !ld->failed;
     const cJSON *frames = load_container(ld, stacks, "frames", cJSON_Array);
     const cJSON *threads = load_container(ld, stacks, "threads", cJSON_Array);
+    const cJSON *ids = load_container(ld, stacks, "thread_ids", cJSON_Array);
     const cJSON *samples = load_container(ld, stacks, "samples", cJSON_Array);
     if (ld->failed) return false;
     size_t n_frames = frames ? (size_t)cJSON_GetArraySize(frames) : 0;
@@ -393,7 +394,18 @@ static bool load_stacks(load_t *ld, const cJSON *root)
             ok = load_fail(ld, "not a string");
             break;
         }
-        int id = sonde_profile_thread(ld->prof, item->valuestring);
+        /* [pid, tid] when the writer knew them (threads of several
+         * processes may share a name) */
+        double pid = 0, tid = 0;
+        const cJSON *pair = ids ? cJSON_GetArrayItem(ids, (int)i) : NULL;
+        if (ids &&
+            (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2 ||
+             !load_whole_of(ld, cJSON_GetArrayItem(pair, 0), "thread_ids", 0, INT32_MAX, &pid) ||
+             !load_whole_of(ld, cJSON_GetArrayItem(pair, 1), "thread_ids", 0, INT32_MAX, &tid))) {
+            ok = load_fail(ld, "\"thread_ids\" is not a [pid, tid] pair per thread");
+            break;
+        }
+        int id = sonde_profile_thread_of(ld->prof, item->valuestring, (int)pid, (int)tid);
         if (id < 0) {
             ok = load_oom(ld);
             break;
@@ -437,11 +449,22 @@ static bool load_stacks(load_t *ld, const cJSON *root)
         }
         uint64_t count = (uint64_t)load_whole(ld, item, "count", 0, LOAD_MAX_COUNT);
         double sec = load_number(ld, item, "sec", 0, LOAD_MAX_SEC, 0);
+        /* the split by kind, when the writer had it */
+        static const char *const kind_keys[SONDE_N_KINDS] = {"python_sec", "native_sec",
+                                                             "system_sec"};
+        sonde_ns_t kind_ns[SONDE_N_KINDS] = {0, 0, 0};
+        bool kinds = false;
+        for (int k = 0; k < SONDE_N_KINDS; k++) {
+            kinds = kinds || load_item(item, kind_keys[k]);
+            kind_ns[k] = load_ns(load_number(ld, item, kind_keys[k], 0, LOAD_MAX_SEC, 0));
+        }
         if (ld->failed) {
             ok = false;
             break;
         }
-        int rc = sonde_profile_add_stack(ld->prof, stack, depth, thread, count, load_ns(sec));
+        int rc = kinds
+                     ? sonde_profile_add_stack_kinds(ld->prof, stack, depth, thread, count, kind_ns)
+                     : sonde_profile_add_stack(ld->prof, stack, depth, thread, count, load_ns(sec));
         if (rc < 0) {
             ok = rc == -ENOMEM ? load_oom(ld) : load_fail(ld, "not a stack the model takes");
             break;

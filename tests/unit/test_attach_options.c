@@ -220,8 +220,8 @@ static void test_period_options(void)
               a.period.keep == 3 && strcmp(a.period.upload_url, "http://h:4040") == 0 &&
               a.period.n_tags == 2 && strcmp(a.period.tags[1], "zone=b") == 0 &&
               strcmp(a.period.app_name, "svc") == 0 && a.period.upload_timeout == 2 &&
-              a.period.spool_max == SONDE_ATTACH_DEFAULT_SPOOL_MAX &&
-              a.period.spool_max_bytes == SONDE_ATTACH_DEFAULT_SPOOL_BYTES,
+              a.period.spool_max == SONDE_PERIOD_DEFAULT_SPOOL_MAX &&
+              a.period.spool_max_bytes == SONDE_PERIOD_DEFAULT_SPOOL_BYTES,
           "aopts_period_all", "rc %d err %s", rc, err);
     const sonde_format_t *want =
         sonde_format_named("pprof") ? sonde_format_named("pprof") : sonde_format_named("json");
@@ -230,7 +230,7 @@ static void test_period_options(void)
     sonde_attach_args_free(&a);
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 5, "7", "--period", "1",
                "--period-dir", "d");
-    check(rc == 0 && a.period.keep == SONDE_ATTACH_DEFAULT_KEEP && !a.period.upload_url,
+    check(rc == 0 && a.period.keep == SONDE_PERIOD_DEFAULT_KEEP && !a.period.upload_url,
           "aopts_period_dir_only", "rc %d err %s", rc, err);
     sonde_attach_args_free(&a);
     struct {

@@ -1,0 +1,351 @@
+/* period.c — continuous profiles on the command line: `--period S` and its
+ * options, shared by `sonde attach` and `sonde run`.
+ *
+ * Owns: the small option-word helpers of the command's parsers (also used
+ * by attach_options.c); the parsing and checking of the period options
+ * (sonde_period_args_t, src/fleet/fleet.h), pure so that the unit tests
+ * can check every message; and the command's side of a run of periods:
+ * the upload's headers (--upload-headers-file or SONDE_UPLOAD_HEADERS,
+ * never the command line), the application name, the start of the
+ * pipeline (src/fleet/), the rendering of each period's profile in the
+ * chosen format (pprof gzipped with zlib), and the closing line. Callers:
+ * attach_period.c (the attach loop) and, for `sonde run --period`, the
+ * collector process (src/collect/) through sonde_collect_periods_t. Runs
+ * in the `sonde` process only, ordinary code (the fleet's upload thread
+ * calls period_log).
+ */
+#include "period.h"
+
+#include "../core/buf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PERIOD_DRAIN_MAX_SEC 30.0 /* at the end: time given to the backlog */
+
+/* ---- option words ---------------------------------------------------------------- */
+
+bool sonde_cli_opt_number(const char *text, double *value)
+{
+    char *end = NULL;
+    *value = strtod(text, &end);
+    return text[0] && !*end && *value == *value;
+}
+
+bool sonde_cli_opt_is(const char *word, const char *name, const char *alias,
+                      const char *short_name, const char **eq)
+{
+    *eq = NULL;
+    if (short_name && strcmp(word, short_name) == 0) return true;
+    for (int k = 0; k < 2; k++) {
+        const char *n = k ? alias : name;
+        size_t len = n ? strlen(n) : 0;
+        if (!n || strncmp(word, n, len) != 0 || (word[len] && word[len] != '=')) continue;
+        if (word[len] == '=') *eq = word + len;
+        return true;
+    }
+    return false;
+}
+
+const char *sonde_cli_opt_value(int argc, char *const *argv, int *i, const char *eq)
+{
+    if (eq) return eq + 1;
+    if (*i + 1 >= argc) return NULL;
+    return argv[++*i];
+}
+
+bool sonde_cli_opt_count(const char *text, double lo, double hi, uint64_t *value)
+{
+    double v = 0;
+    if (!sonde_cli_opt_number(text, &v) || v < lo || v > hi || v != (double)(uint64_t)v)
+        return false;
+    *value = (uint64_t)v;
+    return true;
+}
+
+/* ---- the period options ---------------------------------------------------------- */
+
+int sonde_cli_period_word(int argc, char *const *argv, int *i, sonde_period_args_t *p, char *err,
+                          size_t err_len)
+{
+    const char *w = argv[*i], *eq = NULL, *value = NULL;
+    static const char *const names[] = {"--period",
+                                        "--period-dir",
+                                        "--keep",
+                                        "--upload",
+                                        "--app-name",
+                                        "--tag",
+                                        "--upload-headers-file",
+                                        "--spool-dir",
+                                        "--spool-max",
+                                        "--spool-max-bytes",
+                                        "--upload-timeout"};
+    size_t which = SONDE_ARRAY_LEN(names);
+    uint64_t count = 0;
+    if (strncmp(w, "--", 2) != 0) return 0;
+    for (size_t k = 0; k < SONDE_ARRAY_LEN(names) && which == SONDE_ARRAY_LEN(names); k++)
+        if (sonde_cli_opt_is(w, names[k], NULL, NULL, &eq)) which = k;
+    if (which == SONDE_ARRAY_LEN(names)) return 0;
+    if (!(value = sonde_cli_opt_value(argc, argv, i, eq)) || !value[0])
+        return sonde_errf(err, err_len, "option %s needs a value", names[which]);
+    switch (which) {
+    case 0:
+        if (!sonde_cli_opt_number(value, &p->period_sec) || p->period_sec < 0.01 ||
+            p->period_sec > 86400)
+            return sonde_errf(err, err_len,
+                              "--period must be a number of seconds from 0.01 to 86400, not '%s'",
+                              value);
+        break;
+    case 1:
+        p->period_dir = value;
+        break;
+    case 2:
+        if (!sonde_cli_opt_count(value, 1, 1e6, &count))
+            return sonde_errf(err, err_len, "--keep must be a count from 1 to 1000000, not '%s'",
+                              value);
+        p->keep = (unsigned)count;
+        break;
+    case 3:
+        p->upload_url = value;
+        break;
+    case 4:
+        p->app_name = value;
+        break;
+    case 5:
+        if (p->n_tags >= SONDE_FLEET_MAX_TAGS)
+            return sonde_errf(err, err_len, "at most %d --tag options", SONDE_FLEET_MAX_TAGS);
+        p->tags[p->n_tags++] = value;
+        break;
+    case 6:
+        p->headers_file = value;
+        break;
+    case 7:
+        p->spool_dir = value;
+        break;
+    case 8:
+        if (!sonde_cli_opt_count(value, 1, 1e6, &count))
+            return sonde_errf(err, err_len,
+                              "--spool-max must be a count from 1 to 1000000, not '%s'", value);
+        p->spool_max = (unsigned)count;
+        break;
+    case 9:
+        if (!sonde_cli_opt_count(value, 1024, 1e15, &p->spool_max_bytes))
+            return sonde_errf(err, err_len,
+                              "--spool-max-bytes must be a number of bytes, at least 1024, not "
+                              "'%s'",
+                              value);
+        break;
+    default:
+        if (!sonde_cli_opt_number(value, &p->upload_timeout) || p->upload_timeout < 0.1 ||
+            p->upload_timeout > 3600)
+            return sonde_errf(err, err_len,
+                              "--upload-timeout must be a number of seconds from 0.1 to 3600, "
+                              "not '%s'",
+                              value);
+        break;
+    }
+    return 1;
+}
+
+int sonde_cli_period_settle(sonde_period_args_t *p, const char *outfile,
+                            const sonde_format_t **format, char *err, size_t err_len)
+{
+    bool any = p->period_dir || p->keep || p->upload_url || p->app_name || p->n_tags ||
+               p->headers_file || p->spool_dir || p->spool_max || p->spool_max_bytes ||
+               p->upload_timeout;
+    if (!p->period_sec) {
+        if (any)
+            return sonde_errf(err, err_len,
+                              "--period-dir, --upload and their options need --period SECONDS");
+        return 0;
+    }
+    if (!p->period_dir && !p->upload_url)
+        return sonde_errf(err, err_len,
+                          "--period needs somewhere to put the profiles: --period-dir DIR "
+                          "and/or --upload URL");
+    if (outfile)
+        return sonde_errf(err, err_len,
+                          "--period writes one profile per period (--period-dir, --upload), "
+                          "not -o");
+    if (!p->upload_url && (p->app_name || p->n_tags || p->headers_file || p->spool_dir ||
+                           p->spool_max || p->spool_max_bytes || p->upload_timeout))
+        return sonde_errf(err, err_len,
+                          "--app-name, --tag, --upload-headers-file, --spool-* and "
+                          "--upload-timeout need --upload URL");
+    if (!p->period_dir && p->keep) return sonde_errf(err, err_len, "--keep needs --period-dir");
+    if (!p->keep) p->keep = SONDE_PERIOD_DEFAULT_KEEP;
+    if (!p->spool_max) p->spool_max = SONDE_PERIOD_DEFAULT_SPOOL_MAX;
+    if (!p->spool_max_bytes) p->spool_max_bytes = SONDE_PERIOD_DEFAULT_SPOOL_BYTES;
+    if (!p->upload_timeout) p->upload_timeout = SONDE_PERIOD_DEFAULT_UPLOAD_TIMEOUT;
+    /* Backends take pprof. */
+    if (!*format) *format = sonde_format_named("pprof");
+    return 0;
+}
+
+/* ---- a run of periods ------------------------------------------------------------- */
+
+/* The fleet's log: one line on stderr. Called from the upload thread too,
+ * so it keeps no state: on a terminal it clears a progress line, which
+ * the next progress call writes again. */
+static void period_log(void *arg, const char *message)
+{
+    (void)arg;
+    fprintf(stderr, "%ssonde: %s\n", isatty(2) ? "\r\033[K" : "", message);
+}
+
+/* The header lines into headers (file, else the environment). Returns 0,
+ * or 1 after printing why. */
+static int period_headers(const sonde_period_args_t *p, sonde_buf_t *headers)
+{
+    char err[256] = "";
+    const char *from = p->headers_file ? p->headers_file : "SONDE_UPLOAD_HEADERS";
+    if (p->headers_file) {
+        int rc = sonde_buf_read_file(headers, p->headers_file, SONDE_FLEET_MAX_HEADER_BYTES, NULL);
+        if (rc < 0) {
+            sonde_cli_error("cannot read --upload-headers-file %s: %s", p->headers_file,
+                            rc == -EFBIG ? "more than 8 KiB" : strerror(-rc));
+            return 1;
+        }
+    } else if (getenv("SONDE_UPLOAD_HEADERS")) {
+        sonde_buf_puts(headers, getenv("SONDE_UPLOAD_HEADERS"));
+    }
+    if (sonde_buf_error(headers)) return 1;
+    if (sonde_upload_check_headers(headers->data, err, sizeof err) < 0) {
+        sonde_cli_error("%s: %s (one 'Name: value' per line)", from, err);
+        return 1;
+    }
+    return 0;
+}
+
+int sonde_cli_period_open(sonde_cli_period_t *run, const sonde_period_args_t *p,
+                          const sonde_format_t *format, double rate_hz)
+{
+    sonde_buf_t headers = SONDE_BUF_INIT, name = SONDE_BUF_INIT;
+    char err[512] = "";
+    int status = 1;
+    memset(run, 0, sizeof *run);
+    run->args = p;
+    run->format = format;
+    sonde_fleet_opts_t fo = {
+        .extension = format->extensions[0] ? format->extensions[0] : ".profile",
+        .period_dir = p->period_dir,
+        .keep = p->keep,
+        .spool_max_files = p->spool_max,
+        .spool_max_bytes = p->spool_max_bytes,
+        /* no longer than a period (one request per period is the load
+         * anyway), and at least a second */
+        .backoff_max_sec = p->period_sec < 1    ? 1
+                           : p->period_sec > 60 ? 60
+                                                : p->period_sec,
+        .log = period_log,
+    };
+    if (p->upload_url) {
+        if (period_headers(p, &headers)) goto done;
+        if (sonde_upload_app_name(p->app_name ? p->app_name : "python", p->tags, p->n_tags, &name,
+                                  err, sizeof err) < 0) {
+            sonde_cli_error("%s", err);
+            goto done;
+        }
+        const char *tmp = getenv("TMPDIR");
+        if (p->spool_dir)
+            snprintf(run->spool_dir, sizeof run->spool_dir, "%s", p->spool_dir);
+        else
+            snprintf(run->spool_dir, sizeof run->spool_dir, "%s/sonde-spool-%d",
+                     tmp && tmp[0] ? tmp : "/tmp", (int)getpid());
+        fo.upload = (sonde_upload_opts_t){
+            .url = p->upload_url,
+            .name = name.data,
+            .format = format->name,
+            .headers = headers.data,
+            .sample_rate = (unsigned)(rate_hz + 0.5),
+            .timeout_sec = p->upload_timeout,
+        };
+        fo.spool_dir = run->spool_dir;
+    }
+    if (sonde_fleet_start(&fo, &run->fleet, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        goto done;
+    }
+    fprintf(stderr, "sonde: one %s profile every %g s%s%s%s%s\n", format->name, p->period_sec,
+            p->period_dir ? " to " : "", p->period_dir ? p->period_dir : "",
+            p->upload_url ? ", uploaded to " : "", p->upload_url ? p->upload_url : "");
+    status = 0;
+done:
+    sonde_buf_free(&headers);
+    sonde_buf_free(&name);
+    return status;
+}
+
+int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len,
+                            uint64_t from_ns, uint64_t until_ns)
+{
+    int rc = sonde_fleet_submit(run->fleet, data ? data : "", len, from_ns, until_ns);
+    if (rc < 0) {
+        period_log(NULL, "a period's profile was lost");
+        sonde_cli_error("cannot keep the period's profile: %s", strerror(-rc));
+    }
+    return rc;
+}
+
+int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile_t *prof,
+                                    uint64_t from_ns, uint64_t until_ns)
+{
+    sonde_report_ctx_t ctx;
+    sonde_buf_t viewer = SONDE_BUF_INIT;
+    char pkg_dir[4096];
+    sonde_report_ctx_init(&ctx, -1);
+    ctx.pprof.compress = sonde_cli_gzip;
+    ctx.pprof.time_nanos = (int64_t)from_ns;
+    if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
+        sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
+        if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;
+    }
+    sonde_buf_reset(&run->body);
+    int rc = run->format->write(prof, &ctx, &run->body);
+    if (rc == 0) rc = sonde_buf_error(&run->body);
+    sonde_buf_free(&viewer);
+    if (rc < 0) {
+        period_log(NULL, "a period's profile was lost");
+        sonde_cli_error("cannot build the period's profile: %s", strerror(-rc));
+        return rc;
+    }
+    return sonde_cli_period_submit(run, run->body.data, run->body.len, from_ns, until_ns);
+}
+
+int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
+                           volatile sig_atomic_t *cancel)
+{
+    const sonde_period_args_t *p = run->args;
+    int status = 0;
+    if (run->fleet) {
+        double drain = 2 * p->upload_timeout;
+        if (drain > PERIOD_DRAIN_MAX_SEC) drain = PERIOD_DRAIN_MAX_SEC;
+        sonde_fleet_stats_t now, stats;
+        sonde_fleet_get_stats(run->fleet, &now);
+        if (now.backlog)
+            fprintf(stderr,
+                    "sonde: sending the %u period%s waiting (up to %.0f s; Ctrl-C again to "
+                    "leave them in the spool directory)\n",
+                    now.backlog, now.backlog == 1 ? "" : "s", drain);
+        if (cancel) *cancel = 0; /* a second signal cancels the drain */
+        sonde_fleet_stop(run->fleet, drain, cancel, &stats);
+        run->fleet = NULL;
+        fprintf(stderr, "sonde: %llu period%s of %s", (unsigned long long)stats.periods,
+                stats.periods == 1 ? "" : "s", whose);
+        if (p->period_dir)
+            fprintf(stderr, "; %llu written to %s", (unsigned long long)stats.written,
+                    p->period_dir);
+        if (p->upload_url)
+            fprintf(stderr, "; %llu uploaded, %u waiting in %s, %llu dropped, %llu refused",
+                    (unsigned long long)stats.sent, stats.backlog, run->spool_dir,
+                    (unsigned long long)stats.dropped, (unsigned long long)stats.rejected);
+        fputc('\n', stderr);
+        if (stats.write_errors) status = 1;
+        if (p->upload_url && !p->spool_dir && stats.backlog == 0) rmdir(run->spool_dir);
+    }
+    sonde_buf_free(&run->body);
+    return status;
+}

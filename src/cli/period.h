@@ -1,0 +1,85 @@
+/* period.h — continuous profiles on the command line (period.c): the
+ * option words shared by the command's parsers, `--period` and its
+ * options, and a run of periods handed to src/fleet/.
+ *
+ * Owns: the interface between the commands (`sonde attach --period`,
+ * `sonde run --period` through its collector) and the fleet pipeline.
+ * The `sonde` process only; part of the command's edge (period.c prints
+ * one line "sonde: ..." per error).
+ */
+#ifndef SONDE_CLI_PERIOD_H
+#define SONDE_CLI_PERIOD_H
+
+#include "cli.h"
+
+#include "../core/buf.h"
+#include "../fleet/fleet.h"
+#include "../model/model.h"
+#include "../report/report.h"
+
+#include <signal.h>
+
+/* ---- option words (pure) ---- */
+
+/* Whether option word `word` is `name` (or "name=..."), its alias, or its
+ * short form (each may be NULL but name); *eq points at the '=' of the
+ * "=" form, else NULL. */
+bool sonde_cli_opt_is(const char *word, const char *name, const char *alias,
+                      const char *short_name, const char **eq);
+/* The value of option argv[*i] ("--rate 5", *i moved past it, or
+ * "--rate=5" with eq). NULL when it is missing. */
+const char *sonde_cli_opt_value(int argc, char *const *argv, int *i, const char *eq);
+/* A whole number text (no NaN) into *value. */
+bool sonde_cli_opt_number(const char *text, double *value);
+/* An unsigned count in [lo, hi]. */
+bool sonde_cli_opt_count(const char *text, double lo, double hi, uint64_t *value);
+
+/* ---- the period options (pure) ---- */
+
+/* One word of the period options at argv[*i] (--period, --period-dir,
+ * --keep, --upload, --app-name, --tag, --upload-headers-file,
+ * --spool-dir, --spool-max, --spool-max-bytes, --upload-timeout; "=" or a
+ * separate value). Returns 1 when it was one (*i past its value), 0 when
+ * it is another word, -EINVAL with a one-line message in err. */
+int sonde_cli_period_word(int argc, char *const *argv, int *i, sonde_period_args_t *p, char *err,
+                          size_t err_len);
+/* Checks the period options together, after the words (outfile: -o's
+ * value, NULL none) and fills the defaults; *format becomes pprof unless
+ * one was chosen. Without --period, only checks that no period option was
+ * given. Returns 0 or -EINVAL with the message in err. */
+int sonde_cli_period_settle(sonde_period_args_t *p, const char *outfile,
+                            const sonde_format_t **format, char *err, size_t err_len);
+
+/* ---- a run of periods ---- */
+
+typedef struct sonde_cli_period {
+    const sonde_period_args_t *args; /* borrowed */
+    const sonde_format_t *format;    /* of each period's profile */
+    sonde_fleet_t *fleet;
+    char spool_dir[4096]; /* the upload backlog (with --upload) */
+    sonde_buf_t body;     /* one period's bytes, reused */
+} sonde_cli_period_t;
+
+/* Starts the pipeline (period directory, upload thread) for args (settled)
+ * and says so on stderr. rate_hz: the sampling rate (sampleRate=).
+ * Returns 0, or 1 after printing why. */
+int sonde_cli_period_open(sonde_cli_period_t *run, const sonde_period_args_t *args,
+                          const sonde_format_t *format, double rate_hz);
+/* Hands one period's encoded bytes over [from_ns, until_ns) (unix ns).
+ * Never waits for the network. Returns 0, or -errno after printing that
+ * the period was lost. */
+int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len,
+                            uint64_t from_ns, uint64_t until_ns);
+/* Renders prof (finished) in the run's format (pprof gzipped, its
+ * time_nanos from_ns) and hands it over as sonde_cli_period_submit does.
+ * Same returns. */
+int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile_t *prof,
+                                    uint64_t from_ns, uint64_t until_ns);
+/* Sends what waits (at most twice --upload-timeout, 30 s at most, or until
+ * *cancel becomes non-zero: cancel may be NULL), stops the pipeline and
+ * prints the closing line: "N periods of <whose>; ...". Returns 0, or 1
+ * when period files could not be written. */
+int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
+                           volatile sig_atomic_t *cancel);
+
+#endif
