@@ -1,4 +1,5 @@
 """Helpers shared by sonde's end-to-end tests (see tests/run.py)."""
+import concurrent.futures
 import json
 import os
 import shutil
@@ -25,6 +26,35 @@ class Skip(Exception):
 def check(cond, message):
     if not cond:
         raise AssertionError(message)
+
+
+def concurrently(run, cases, workers=3):
+    """[run(case) for case in cases], the calls made on `workers` threads at
+    once (CI time: for sub-cases that wait on programs and measure nothing
+    that a busy CPU changes; never for accuracy runs). Every call is
+    finished before it returns; the first case's exception, in the order of
+    cases, is raised."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run, case) for case in cases]
+        concurrent.futures.wait(futures)
+    return [f.result() for f in futures]
+
+
+def _supported_minors():
+    import pythons  # tests/pythons.py: the range of src/pyread/pyversions.h
+    (_, lo), (_, hi) = pythons.supported_range()
+    return lo, hi
+
+
+def loaded_runs_here(env):
+    """Whether this interpreter runs the accuracy tests' repeated runs and
+    loaded (busy-CPU) conditions, which CI time allows on three only: the
+    oldest supported (3.8), Debian's /usr/bin/python3 and the newest
+    supported (src/pyread/pyversions.h; in CI Debian unstable's, in the
+    chroot of tests/run.py)."""
+    lo, hi = _supported_minors()
+    minor = tuple(env.version[:2])
+    return minor <= (3, lo) or minor >= (3, hi) or env.python == "/usr/bin/python3"
 
 
 class Env:
@@ -82,7 +112,11 @@ class Env:
     def profile(self, script, args=(), options=(), **kw):
         """Runs `sonde run --json -o OUT options script args`; returns
         (completed process, parsed profile)."""
-        out = os.path.join(self.tmp, "profile-%d.json" % len(os.listdir(self.tmp)))
+        # a fresh name, also when several threads profile at once
+        # (concurrently below)
+        fd, out = tempfile.mkstemp(prefix="profile-", suffix=".json", dir=self.tmp)
+        os.close(fd)
+        os.unlink(out)
         proc = self.run_sonde(["run", "--json", "-o", out] + list(options) + [script] + list(args),
                               **kw)
         check(os.path.exists(out), "no profile written; exit %d; stderr:\n%s"

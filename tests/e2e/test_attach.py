@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import (Target, folded_share, frame_parts, function_totals, load_json,  # noqa: E402
                             parse_folded, program, sonde_ok)
-from support import check, marked_lines  # noqa: E402
+from support import check, loaded_runs_here, marked_lines  # noqa: E402
 
 BIAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs",
                     "function_bias.py")
@@ -393,8 +393,7 @@ def _busy_conditions(env):
     the loaded run on the oldest interpreter, Debian's and the newest only
     (CI time, as test_cpu_accuracy's repeated runs)."""
     cpus = sorted(os.sched_getaffinity(0))
-    loaded_here = tuple(env.version[:2]) <= (3, 8) or env.python == "/usr/bin/python3" \
-        or tuple(env.version[:2]) >= (3, 13)
+    loaded_here = loaded_runs_here(env)
     return [("unpinned", None)] + ([("busy", cpus[-1])] if len(cpus) > 1 and loaded_here else [])
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from support import check, lines_by_no, marked_lines
+from support import check, concurrently, lines_by_no, marked_lines
 
 # A parent that works on its own line, then a Pool of two workers that each
 # work on one line; every process measures its own CPU time around the
@@ -47,15 +47,17 @@ def _line_sec(prof, script, mark):
     return share / 100.0 * prof["profiled_time_sec"]
 
 
-def _tmpdir(env):
-    d = os.path.join(env.tmp, "tmpdir")
+def _tmpdir(env, name="tmpdir"):
+    d = os.path.join(env.tmp, name)
     os.makedirs(d, exist_ok=True)
     return d
 
 
-def _run(env, script, args, options=()):
-    tmpdir = _tmpdir(env)
-    out = os.path.join(env.tmp, "children-%d.json" % len(os.listdir(env.tmp)))
+def _run(env, script, args, options=(), tmp_name="tmpdir"):
+    """`sonde run --json` with TMPDIR the directory tmp_name (one per run
+    when runs are made at once), which it must leave empty."""
+    tmpdir = _tmpdir(env, tmp_name)
+    out = os.path.join(env.tmp, "children-%s-%d.json" % (tmp_name, len(os.listdir(env.tmp))))
     proc = env.run_sonde(["run", "--json", "-o", out] + list(options) + [script] + list(args),
                          env={"TMPDIR": tmpdir}, timeout=120)
     check(not os.listdir(tmpdir), "left in TMPDIR: %s" % os.listdir(tmpdir))
@@ -141,7 +143,11 @@ def test_subprocess_fork_and_nested(env):
             while time.thread_time() < end: pass  # @parent
             print("done", flush=True)
         """ % child)
-    proc, prof = _run(env, script, [])
+    # followed and not followed at once (CI time): each line is checked for
+    # 0.1 s of the 0.3 s of thread time it runs
+    (proc, prof), (proc_alone, prof_alone) = concurrently(
+        lambda options: _run(env, script, [], options, tmp_name="tmp" + "".join(options)),
+        [[], ["--no-subprocesses"]])
     check(proc.returncode == 0 and proc.stdout == "done\n", "exit %d %r\n%s"
           % (proc.returncode, proc.stdout, proc.stderr[-3000:]))
     for path, mark in ((child, "sub"), (script, "forked"), (script, "grandchild"),
@@ -149,7 +155,7 @@ def test_subprocess_fork_and_nested(env):
         sec = _line_sec(prof, path, mark)
         check(sec >= 0.1, "%s: %.3f s; processes %r" % (mark, sec, prof.get("processes")))
     check(len(prof["processes"]) >= 5, "processes: %r" % prof["processes"])
-    proc, prof = _run(env, script, [], ["--no-subprocesses"])
+    proc, prof = proc_alone, prof_alone
     check(proc.returncode == 0, proc.stderr[-2000:])
     check(_line_sec(prof, script, "forked") == 0 and _line_sec(prof, script, "parent") > 0.1,
           "--no-subprocesses followed a child")

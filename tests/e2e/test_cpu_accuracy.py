@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 
-from support import Skip, check, file_entry, lines_by_no, line_total, marked_lines
+from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
 # tests/run.py --sanitize skips this module: it measures CPU attribution
 # against the program's own clocks, for about 5 minutes under ASan on one
@@ -199,9 +199,8 @@ def _each_condition(run, conditions=CONDITIONS):
 
 def _repeat_here(env):
     """The interpreters that repeat the json/generator runs: the oldest,
-    Debian's and the newest (CI time)."""
-    return tuple(env.version[:2]) <= (3, 8) or env.python == "/usr/bin/python3" \
-        or tuple(env.version[:2]) >= (3, 13)
+    Debian's and the newest (CI time; support.loaded_runs_here)."""
+    return loaded_runs_here(env)
 
 
 def _native(line):

@@ -10,7 +10,7 @@ import os
 import re
 import stat
 
-from support import check, lines_by_no, marked_lines
+from support import check, concurrently, lines_by_no, marked_lines
 from trace_support import load_stats
 
 # The new program reports what it inherited: open descriptors (with what
@@ -38,6 +38,10 @@ EXEC_PROGRAM = """\
 MODES = (("run", ["run", "--json"], "json"), ("memory", ["run", "--memory", "--json"], "json"),
          ("trace", ["trace"], "pstats"))
 
+# Each test's runs (plain python's and every mode's) are made at once (CI
+# time): their checks are exact output and a profile that names the code
+# that ran, nothing a busy CPU changes.
+
 
 def _check_profile(env, kind, out, script, functions):
     check(os.path.exists(out), "no profile written")
@@ -59,12 +63,18 @@ def test_exec_writes_profile(env):
     script = env.write("execs.py", EXEC_PROGRAM.replace("def hot():", "def hot():  # @def_hot"))
     path_env = {"PATH": os.pathsep.join([os.path.join(env.tmp, "nowhere"), env.tmp,
                                          os.path.dirname(env.python), os.environ.get("PATH", "")])}
-    plain = env.run_python([script], env=path_env)
+    def run(mode):
+        if mode is None:
+            return env.run_python([script], env=path_env)
+        name, args, kind = mode
+        return env.run_sonde(args + ["-o", os.path.join(env.tmp, "exec-%s.%s" % (name, kind)),
+                                     script], env=path_env)
+
+    plain, *runs = concurrently(run, (None,) + MODES, workers=4)
     check(plain.returncode == 7 and "fds" in plain.stdout, "plain python: %d %r %r"
           % (plain.returncode, plain.stdout, plain.stderr))
-    for name, args, kind in MODES:
+    for (name, args, kind), ours in zip(MODES, runs):
         out = os.path.join(env.tmp, "exec-%s.%s" % (name, kind))
-        ours = env.run_sonde(args + ["-o", out, script], env=path_env)
         check(ours.returncode == plain.returncode, "%s: exit %d; stderr:\n%s"
               % (name, ours.returncode, ours.stderr[-2000:]))
         # the same descriptors, up to the numbers of the test's own pipes
@@ -102,11 +112,17 @@ def test_failed_exec_profiling_goes_on(env):
             print("exec failed:", e.errno)
         second()
         """ % (bogus, bogus))
-    plain = env.run_python([script])
+    def run(mode):
+        if mode is None:
+            return env.run_python([script])
+        name, args, kind = mode
+        return env.run_sonde(args + ["-o", os.path.join(env.tmp, "failexec-%s.%s" % (name, kind)),
+                                     script])
+
+    plain, *runs = concurrently(run, (None,) + MODES[::2])
     check(plain.returncode == 0 and "exec failed" in plain.stdout, plain.stdout + plain.stderr)
-    for name, args, kind in MODES[::2]:
+    for (name, args, kind), ours in zip(MODES[::2], runs):
         out = os.path.join(env.tmp, "failexec-%s.%s" % (name, kind))
-        ours = env.run_sonde(args + ["-o", out, script])
         check(ours.returncode == 0 and ours.stdout == plain.stdout and ours.stderr == plain.stderr,
               "%s: exit %d, %r %r" % (name, ours.returncode, ours.stdout, ours.stderr[-2000:]))
         _check_profile(env, kind, out, script, ["first", "second"])
@@ -131,18 +147,26 @@ def test_os_exit_writes_profile(env):
         print("pending", end="")  # lost by os._exit unless unbuffered, as under python
         os._exit(5)
         """)
-    plain = env.run_python([script])
+    def run(mode):
+        if mode is None:
+            return env.run_python([script])
+        if mode == "terminal":
+            return env.run_sonde(["trace", script])
+        name, args, kind = mode
+        return env.run_sonde(args + ["-o", os.path.join(env.tmp, "osexit-%s.%s" % (name, kind)),
+                                     script])
+
+    plain, *runs, terminal = concurrently(run, (None,) + MODES + ("terminal",))
     check(plain.returncode == 5 and plain.stdout.startswith("child 9\n"), "plain python: %d %r"
           % (plain.returncode, plain.stdout))
-    for name, args, kind in MODES:
+    for (name, args, kind), ours in zip(MODES, runs):
         out = os.path.join(env.tmp, "osexit-%s.%s" % (name, kind))
-        ours = env.run_sonde(args + ["-o", out, script])
         check(ours.returncode == 5 and ours.stdout == plain.stdout and ours.stderr == plain.stderr,
               "%s: exit %d, stdout %r, stderr:\n%s" % (name, ours.returncode, ours.stdout,
                                                        ours.stderr[-2000:]))
         _check_profile(env, kind, out, script, ["hot"])
     # trace's report on the terminal: cProfile's, after the program's output
-    ours = env.run_sonde(["trace", script])
+    ours = terminal
     check(ours.returncode == 5 and ours.stdout.startswith("child 9\n")
           and "function calls" in ours.stdout and "osexit.py" in ours.stdout,
           "trace to the terminal: exit %d, stdout %r" % (ours.returncode, ours.stdout[:500]))
@@ -171,13 +195,21 @@ AGAIN_PROGRAM = """\
 
 def test_exec_same_interpreter_profiled_again(env):
     script = env.write("again.py", AGAIN_PROGRAM)
-    plain = env.run_python([script])
+    def run(mode):
+        if mode is None:
+            return env.run_python([script])
+        if mode == "terminal":
+            return env.run_sonde(["run", script])
+        name, args, kind = mode
+        return env.run_sonde(args + ["-o", os.path.join(env.tmp, "again-%s.%s" % (name, kind)),
+                                     script])
+
+    plain, *runs, terminal = concurrently(run, (None,) + MODES + ("terminal",))
     check(plain.returncode == 6 and "second 1 ['again']" in plain.stdout,
           "plain python: %d %r %r" % (plain.returncode, plain.stdout, plain.stderr))
-    for name, args, kind in MODES:
+    for (name, args, kind), ours in zip(MODES, runs):
         out = os.path.join(env.tmp, "again-%s.%s" % (name, kind))
         second_out = os.path.join(env.tmp, "again-%s.exec1.%s" % (name, kind))
-        ours = env.run_sonde(args + ["-o", out, script])
         check(ours.returncode == plain.returncode and ours.stdout == plain.stdout,
               "%s: exit %d, stdout %r; stderr:\n%s" % (name, ours.returncode, ours.stdout,
                                                       ours.stderr[-2000:]))
@@ -188,7 +220,7 @@ def test_exec_same_interpreter_profiled_again(env):
         _check_profile(env, kind, out, script, ["first"])
         _check_profile(env, kind, second_out, script, ["second"])
     # on the terminal: two reports, the first before the exec
-    ours = env.run_sonde(["run", script])
+    ours = terminal
     check(ours.returncode == 6 and ours.stderr.count("sonde 0.") == 2
           and ours.stderr.index("second run") < ours.stderr.rindex("sonde 0."),
           "two reports on the terminal: %r" % ours.stderr[-3000:])

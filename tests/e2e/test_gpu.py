@@ -11,7 +11,7 @@ says 90 % must get about 90 %.
 import json
 import os
 
-from support import Skip, check, lines_by_no, marked_lines
+from support import Skip, check, concurrently, lines_by_no, marked_lines
 
 # Lines are given this long after each change of figures before they run:
 # the reader polls NVML every 20 ms (gpu.c, GPU_POLL_MIN_NS).
@@ -46,14 +46,16 @@ def fake_dir(env):
     return path
 
 
-def gpu_env(env, mode="", devices=1, extra=None, stand_in=True):
+def gpu_env(env, mode="", devices=1, extra=None, stand_in=True, case=""):
     """The environment of a run: the stand-in NVML (unless stand_in is
-    False), its control file and log."""
-    control = os.path.join(env.tmp, "nvml-control")
+    False), its control file and log (nvml-control, nvml-log; with a case
+    name, nvml-control-CASE and nvml-log-CASE: for runs made at once)."""
+    suffix = "-" + case if case else ""
+    control = os.path.join(env.tmp, "nvml-control" + suffix)
     with open(control, "w") as f:
         f.write("util=0 mem=0")
     e = {"FAKE_NVML_CONTROL": control, "FAKE_NVML_MODE": mode, "FAKE_NVML_DEVICES": str(devices),
-         "FAKE_NVML_LOG": os.path.join(env.tmp, "nvml-log")}
+         "FAKE_NVML_LOG": os.path.join(env.tmp, "nvml-log" + suffix)}
     if stand_in:
         e["LD_LIBRARY_PATH"] = fake_dir(env) + (":" + os.environ["LD_LIBRARY_PATH"]
                                                  if os.environ.get("LD_LIBRARY_PATH") else "")
@@ -167,7 +169,12 @@ def test_gpu_per_process_and_device_fallback(env):
     # The device is 90 % busy with 4000 MB in use; this process uses 30 %
     # and 1000 MB, its child 20 % and 500 MB, and another process (pid 1)
     # the rest.
-    script, proc, prof = run_program(env, "perproc.py", PER_PROCESS, gpu_env(env))
+    # both runs at once (CI time): the stand-in's figures are constant
+    # through each
+    (script, proc, prof), (script2, proc2, prof2) = concurrently(
+        lambda mode: run_program(env, "perproc-%s.py" % (mode or "default"), PER_PROCESS,
+                                 gpu_env(env, mode=mode, case=mode or "default")),
+        ["", "no-per-process"])
     line = lines_by_no(prof, script)[marked_lines(script)["spin"]]
     if per_process_possible():
         check(prof["gpu_per_process"] is True, "per-process figures not used")
@@ -178,8 +185,7 @@ def test_gpu_per_process_and_device_fallback(env):
         check(abs(line["n_gpu_percent"] - 90) <= 3, "device utilisation: %r" % line)
 
     # The same with an NVML that has no per-process queries: device-wide.
-    script, proc, prof = run_program(env, "perproc.py", PER_PROCESS,
-                                     gpu_env(env, mode="no-per-process"))
+    script, proc, prof = script2, proc2, prof2
     line = lines_by_no(prof, script)[marked_lines(script)["spin"]]
     check(prof["gpu_per_process"] is False, "device-wide fallback not reported")
     check(abs(line["n_gpu_percent"] - 90) <= 3, "device-wide utilisation: %r" % line)
@@ -201,15 +207,25 @@ def test_gpu_absent_library(env):
     if probe.returncode == 0:
         raise Skip("a real libnvidia-ml.so.1 is installed here")
     script = env.write("absent.py", PROLOGUE + OUTPUT_PROGRAM)
-    runs = {}
-    for name, options in (("default", []), ("no-gpu", ["--no-gpu"]), ("gpu", ["--gpu"]),
-                          ("verbose", ["-v"])):
+    report = os.path.join(env.tmp, "report.txt")
+
+    def run(case):
+        # the runs are made at once (CI time): nothing here is timed
+        name, options = case
+        run_env = gpu_env(env, stand_in=False, case=name)
+        if name == "plain":
+            return env.run_python([script], env=run_env), None
+        if name == "text":
+            return env.run_sonde(["run", "-o", report, script], env=run_env), None
         out = os.path.join(env.tmp, name + ".json")
-        proc = env.run_sonde(["run", "--json", "-o", out] + options + [script],
-                             env=gpu_env(env, stand_in=False))
+        proc = env.run_sonde(["run", "--json", "-o", out] + options + [script], env=run_env)
         with open(out) as f:
-            runs[name] = (proc, json.load(f))
-    plain = env.run_python([script], env=gpu_env(env, stand_in=False))
+            return proc, json.load(f)
+
+    cases = [("default", []), ("no-gpu", ["--no-gpu"]), ("gpu", ["--gpu"]), ("verbose", ["-v"]),
+             ("plain", None), ("text", None)]
+    runs = dict(zip([name for name, _ in cases], concurrently(run, cases)))
+    plain = runs["plain"][0]
     proc, prof = runs["default"]
     check(proc.returncode == 3 == plain.returncode, "exit status %d" % proc.returncode)
     check(proc.stdout == plain.stdout and proc.stderr == plain.stderr,
@@ -223,43 +239,59 @@ def test_gpu_absent_library(env):
         extra = runs[name][0].stderr.replace(plain.stderr, "", 1).splitlines()
         check(len(extra) == 1 and extra[0].startswith("sonde: GPU: not profiled: ")
               and "libnvidia-ml.so.1" in extra[0], "%s: %r" % (name, extra))
-    out = os.path.join(env.tmp, "report.txt")
-    env.run_sonde(["run", "-o", out, script], env=gpu_env(env, stand_in=False))
-    check("GPU" not in open(out).read(), "GPU in the terminal report without a GPU")
+    check("GPU" not in open(report).read(), "GPU in the terminal report without a GPU")
 
 
 def test_gpu_nvml_failures(env):
     script = env.write("fail.py", PROLOGUE + 'phase("util=90 mem=2048")\nspin(0.3)\n')
-    for mode, reason in (("init-fails", "did not initialise"), ("no-device", "sees no GPU")):
-        proc, prof = env.profile(script, options=["-v"], env=gpu_env(env, mode=mode))
+    modes = (("init-fails", "did not initialise"), ("no-device", "sees no GPU"))
+    cases = [(mode, options) for mode, _ in modes for options in (["-v"], [])]
+
+    def run(case):
+        # the runs are made at once (CI time): nothing here is timed
+        mode, options = case
+        return env.profile(script, options=options,
+                           env=gpu_env(env, mode=mode, case=mode + "".join(options)))
+
+    runs = dict(zip([(mode, tuple(options)) for mode, options in cases], concurrently(run, cases)))
+    for mode, reason in modes:
+        proc, prof = runs[(mode, ("-v",))]
         check(proc.returncode == 0, proc.stderr)
         check(not gpu_fields(prof), "%s: GPU fields: %r" % (mode, gpu_fields(prof)))
         notes = [l for l in proc.stderr.splitlines() if l.startswith("sonde: GPU")]
         check(len(notes) == 1 and reason in notes[0], "%s: %r" % (mode, proc.stderr))
-        proc, prof = env.profile(script, env=gpu_env(env, mode=mode))
+        proc, prof = runs[(mode, ())]
         check(proc.stderr == "", "%s: stderr without -v: %r" % (mode, proc.stderr))
 
 
 def test_gpu_off(env):
     script = env.write("off.py", PROLOGUE + 'phase("util=90 mem=2048")\nspin(0.3)\n')
-    proc, prof = env.profile(script, options=["--no-gpu", "-v"], env=gpu_env(env))
-    check(not gpu_fields(prof), "--no-gpu: GPU fields: %r" % gpu_fields(prof))
-    check(not os.path.exists(os.path.join(env.tmp, "nvml-log")), "--no-gpu initialised NVML")
-    check("sonde: GPU: off (--no-gpu)" in proc.stderr, proc.stderr)
-    # The API: sonde.start(gpu=False) and the default.
-    for gpu, want in (("False", False), ("None", True)):
+
+    def run(gpu):
+        # the runs are made at once (CI time): nothing here is timed
+        if gpu == "--no-gpu":
+            return env.profile(script, options=["--no-gpu", "-v"], env=gpu_env(env, case="cli"))
         out = os.path.join(env.tmp, "api-%s.json" % gpu)
-        api = env.write("api.py", PROLOGUE + """\
+        api = env.write("api-%s.py" % gpu, PROLOGUE + """\
 import sonde
 sonde.start(outfile=%r, json=True, gpu=%s)
 phase("util=90 mem=2048")
 spin(0.3)
 sonde.stop()
 """ % (out, gpu))
-        proc = env.run_python([api], env=gpu_env(env, extra={"PYTHONPATH": env.lib}))
+        proc = env.run_python([api], env=gpu_env(env, extra={"PYTHONPATH": env.lib}, case=gpu))
         check(proc.returncode == 0, proc.stderr)
         with open(out) as f:
-            prof = json.load(f)
+            return proc, json.load(f)
+
+    # the command's --no-gpu; the API: sonde.start(gpu=False) and the default
+    cases = [("--no-gpu", False), ("False", False), ("None", True)]
+    runs = concurrently(run, [gpu for gpu, _ in cases])
+    proc, prof = runs[0]
+    check(not gpu_fields(prof), "--no-gpu: GPU fields: %r" % gpu_fields(prof))
+    check(not os.path.exists(os.path.join(env.tmp, "nvml-log-cli")), "--no-gpu initialised NVML")
+    check("sonde: GPU: off (--no-gpu)" in proc.stderr, proc.stderr)
+    for (gpu, want), (proc, prof) in list(zip(cases, runs))[1:]:
         check(bool(gpu_fields(prof)) is want, "sonde.start(gpu=%s): %r" % (gpu, gpu_fields(prof)))
 
 
@@ -289,9 +321,16 @@ spin(0.4)
         ("", None, 0, 0),
         ("GPU-5e6d", None, 0, 0),  # ambiguous prefix: names no device
     ]
-    for visible, device, util, mem in cases:
-        proc, prof = env.profile(script, options=["-v"],
-                                 env=gpu_env(env, devices=3, extra={"CUDA_VISIBLE_DEVICES": visible}))
+
+    def run(case):
+        n, (visible, _, _, _) = case
+        return env.profile(script, options=["-v"], env=gpu_env(
+            env, devices=3, extra={"CUDA_VISIBLE_DEVICES": visible}, case=str(n)))
+
+    # the stand-in's figures are constant through each run: the runs are
+    # made at once (CI time)
+    runs = concurrently(run, list(enumerate(cases)))
+    for (visible, device, util, mem), (proc, prof) in zip(cases, runs):
         check(proc.returncode == 0, proc.stderr)
         if device is None:
             check(not gpu_fields(prof), "CUDA_VISIBLE_DEVICES=%r: %r" % (visible, gpu_fields(prof)))

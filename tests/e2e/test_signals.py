@@ -60,15 +60,38 @@ def _finish(p, what):
 
 def _signalled(env, argv, sig, what):
     """Runs argv, sends sig after its ready line; (status, stdout, stderr)."""
-    p = _start(env, argv)
-    ready = p.stdout.readline()
-    if ready.strip() != "ready":
-        p.kill()
-        raise AssertionError("%s: no ready line: %r %s" % (what, ready, p.communicate()[1][-2000:]))
-    time.sleep(0.2)
-    p.send_signal(sig)
-    status, out, err = _finish(p, what)
-    return status, ready + out, err
+    return _signalled_all(env, [(argv, sig, what)])[0]
+
+
+def _signalled_all(env, runs):
+    """_signalled for each (argv, sig, what) of runs, the programs running at
+    once (CI time): each gets its signal 0.2 s or more after its ready
+    line. [(status, stdout, stderr)] in the order of runs."""
+    procs = []
+    try:
+        for argv, sig, what in runs:
+            procs.append(_start(env, argv))
+        readies = []
+        for p, (argv, sig, what) in zip(procs, runs):
+            ready = p.stdout.readline()
+            if ready.strip() != "ready":
+                p.kill()
+                raise AssertionError("%s: no ready line: %r %s"
+                                     % (what, ready, p.communicate()[1][-2000:]))
+            readies.append(ready)
+        time.sleep(0.2)
+        for p, (argv, sig, what) in zip(procs, runs):
+            p.send_signal(sig)
+        results = []
+        for p, ready, (argv, sig, what) in zip(procs, readies, runs):
+            status, out, err = _finish(p, what)
+            results.append((status, ready + out, err))
+        return results
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 def _check_profile(env, kind, out, script, functions, what):
@@ -91,13 +114,19 @@ def test_signals_write_every_profile(env):
     # SIGTERM while the program runs Python code, SIGINT while it sleeps
     # (its traceback is then the same at every run)
     for sig, phase in ((signal.SIGTERM, "spin"), (signal.SIGINT, "wait")):
-        plain = _signalled(env, [env.python, script, phase], sig, "python")
+        # plain python and every mode at once, each with its own file
+        runs = [([env.python, script, phase], sig, "python")]
+        for name, args, kind in MODES:
+            out = os.path.join(env.tmp, "sig-%s-%s.%s" % (name, sig.name, kind))
+            runs.append(([env.sonde] + args + ["-o", out, script, phase], sig,
+                         "%s under %s" % (name, sig.name)))
+        results = iter(_signalled_all(env, runs))
+        plain = next(results)
         check(plain[0] == -sig, "plain python under %s: %r" % (sig.name, plain))
         for name, args, kind in MODES:
             out = os.path.join(env.tmp, "sig-%s-%s.%s" % (name, sig.name, kind))
             what = "%s under %s" % (name, sig.name)
-            status, stdout, stderr = _signalled(env, [env.sonde] + args + ["-o", out, script, phase],
-                                                sig, what)
+            status, stdout, stderr = next(results)
             check(status == plain[0], "%s: exit %d, python's %d; stderr:\n%s"
                   % (what, status, plain[0], stderr[-2000:]))
             check(stdout == plain[1], "%s: stdout %r, python's %r" % (what, stdout, plain[1]))

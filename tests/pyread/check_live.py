@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -122,12 +123,12 @@ def sleeper_main():
 
 
 def main():
-    data = list(range(500000))
-    random.Random(1).shuffle(data)  # about 0.2 s per sorted(): a long C call
     threads = [threading.Thread(target=recurse, args=(RECURSION,), daemon=True)]
     if MODE == "quiet":
         threads.append(threading.Thread(target=chain_main, daemon=True))
     if MODE in ("all", "traced"):
+        data = list(range(500000))
+        random.Random(1).shuffle(data)  # about 0.2 s per sorted(): a long C call
         threads += [threading.Thread(target=sleeper_main, daemon=True),
                     threading.Thread(target=spin, daemon=True),
                     threading.Thread(target=sort_forever, args=(data,), daemon=True),
@@ -158,18 +159,33 @@ main()
 
 
 class Checker:
-    def __init__(self, label):
+    """Counts and prints checks; with buffered, keeps the lines for
+    flush() (a Checker used on another thread)."""
+
+    def __init__(self, label, buffered=False):
         self.label = label
         self.passed = 0
         self.failed = 0
+        self.lines = [] if buffered else None
+
+    def say(self, text):
+        if self.lines is None:
+            print(text)
+        else:
+            self.lines.append(text)
+
+    def flush(self):
+        for text in self.lines or ():
+            print(text)
+        self.lines = []
 
     def check(self, name, ok, detail=""):
         if ok:
             self.passed += 1
-            print("PASS %s %s" % (self.label, name))
+            self.say("PASS %s %s" % (self.label, name))
         else:
             self.failed += 1
-            print("FAIL %s %s: %s" % (self.label, name, detail))
+            self.say("FAIL %s %s: %s" % (self.label, name, detail))
         return ok
 
 
@@ -330,6 +346,10 @@ def check_interpreter(python, dump, tmp, mode):
              "spinner": "spin", "sorter": "sort_forever",
              "gen": "Erzeuger.generator_sleeper" if qual else "generator_sleeper"}
 
+    # the quiet target of the timing below starts now, beside this one
+    # (its threads park at once; CI time)
+    quiet = start_target(python, path, "quiet") if mode == "all" else None
+    quiet_used = False
     target = start_target(python, path, mode)
     try:
         line = target.stdout.readline().decode()
@@ -370,13 +390,16 @@ def check_interpreter(python, dump, tmp, mode):
         rc, doc, text = run_dump(dump, target.pid)
         c.check("target still healthy after fuzz",
                 rc == 0 and doc and doc["threads_rc"] == len(expect["ready"]), text[-200:])
+        quiet_used = quiet is not None
     finally:
         stop_target(target)
+        if quiet and not quiet_used:
+            stop_target(quiet)
     if mode != "all":
         return c, {"bench": None, "fuzz": fuzz}
 
     # Timing on a quiet target (the busy threads above would share the CPU).
-    target = start_target(python, path, "quiet")
+    target = quiet
     try:
         target.stdout.readline()
         time.sleep(0.3)
@@ -434,7 +457,10 @@ def stop_target(target):
 
 
 def check_errors(dump):
-    c = Checker("errors")
+    """The error returns and the walks over random memory: the same for every
+    interpreter under test, run on a thread beside their checks (CI time);
+    its lines are printed by the caller (Checker.flush)."""
+    c = Checker("errors", buffered=True)
     gone = subprocess.Popen(["true"])
     gone.wait()
     rc, doc, text = run_dump(dump, gone.pid)
@@ -465,7 +491,7 @@ def check_errors(dump):
     c.check("fuzz-self: walks over random memory of this process, every layout",
             rc == 0 and doc and doc["fuzz_self"]["walks"] > 0, text[-300:])
     if rc == 0 and doc:
-        print("  fuzz-self: %s" % json.dumps(doc["fuzz_self"]))
+        c.say("  fuzz-self: %s" % json.dumps(doc["fuzz_self"]))
     return c
 
 
@@ -484,11 +510,21 @@ def main():
     results = []
     try:
         dump = args.dump or build_dump(tmp)
-        results.append(("errors", check_errors(dump), None))
-        for python in pythons:
-            for mode in ("all", "traced"):
-                c, extra = check_interpreter(python, dump, tmp, mode)
-                results.append((c.label, c, extra))
+        errors = []
+        beside = threading.Thread(target=lambda: errors.append(check_errors(dump)))
+        beside.start()
+        try:
+            for python in pythons:
+                for mode in ("all", "traced"):
+                    c, extra = check_interpreter(python, dump, tmp, mode)
+                    results.append((c.label, c, extra))
+        finally:
+            beside.join()
+        if not errors:
+            errors.append(Checker("errors"))
+            errors[0].check("the error checks ran", False, "an exception on their thread")
+        errors[0].flush()
+        results.insert(0, ("errors", errors[0], None))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print()
