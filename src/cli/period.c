@@ -35,8 +35,8 @@ bool sonde_cli_opt_number(const char *text, double *value)
     return text[0] && !*end && *value == *value;
 }
 
-bool sonde_cli_opt_is(const char *word, const char *name, const char *alias,
-                      const char *short_name, const char **eq)
+bool sonde_cli_opt_is(const char *word, const char *name, const char *alias, const char *short_name,
+                      const char **eq)
 {
     *eq = NULL;
     if (short_name && strcmp(word, short_name) == 0) return true;
@@ -279,8 +279,8 @@ done:
     return status;
 }
 
-int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len,
-                            uint64_t from_ns, uint64_t until_ns)
+int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len, uint64_t from_ns,
+                            uint64_t until_ns)
 {
     int rc = sonde_fleet_submit(run->fleet, data ? data : "", len, from_ns, until_ns);
     if (rc < 0) {

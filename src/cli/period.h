@@ -24,8 +24,8 @@
 /* Whether option word `word` is `name` (or "name=..."), its alias, or its
  * short form (each may be NULL but name); *eq points at the '=' of the
  * "=" form, else NULL. */
-bool sonde_cli_opt_is(const char *word, const char *name, const char *alias,
-                      const char *short_name, const char **eq);
+bool sonde_cli_opt_is(const char *word, const char *name, const char *alias, const char *short_name,
+                      const char **eq);
 /* The value of option argv[*i] ("--rate 5", *i moved past it, or
  * "--rate=5" with eq). NULL when it is missing. */
 const char *sonde_cli_opt_value(int argc, char *const *argv, int *i, const char *eq);
@@ -68,8 +68,8 @@ int sonde_cli_period_open(sonde_cli_period_t *run, const sonde_period_args_t *ar
 /* Hands one period's encoded bytes over [from_ns, until_ns) (unix ns).
  * Never waits for the network. Returns 0, or -errno after printing that
  * the period was lost. */
-int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len,
-                            uint64_t from_ns, uint64_t until_ns);
+int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len, uint64_t from_ns,
+                            uint64_t until_ns);
 /* Renders prof (finished) in the run's format (pprof gzipped, its
  * time_nanos from_ns) and hands it over as sonde_cli_period_submit does.
  * Same returns. */

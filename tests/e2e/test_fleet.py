@@ -455,3 +455,107 @@ def test_fleet_second_signal_leaves_backlog(env):
     left = [n for n in os.listdir(spool) if NAME_RE.match(n)]
     check(len(left) >= 3, "the backlog was not kept: %r" % os.listdir(spool))
     check(re.search(r"0 uploaded, %d waiting" % len(left), err), "summary: %s" % err)
+
+
+# ---- sonde run --period: the collector process -------------------------------------------
+
+SERVICE = """\
+import os, subprocess, sys, time
+if len(sys.argv) == 1:  # the program, with one child process of its own
+    child = subprocess.Popen([sys.executable, __file__, str(os.getpid())])
+    print("serving", flush=True)
+def handle():
+    end = time.thread_time() + 0.002
+    while time.thread_time() < end: pass
+while len(sys.argv) == 1 or os.getppid() == int(sys.argv[1]):  # the child ends with the program
+    handle()
+    time.sleep(0.003)
+"""
+
+
+def _start_run(env, args, name="service.py"):
+    script = env.write(name, SERVICE)
+    return subprocess.Popen([env.sonde, "run"] + args + [script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=env.tmp, env=env.base_env())
+
+
+def _finish_run(proc, timeout=60):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError("sonde run did not end: %s" % err[-2000:])
+    # the program died by SIGTERM, and sonde run ends the same way
+    check(proc.returncode == -signal.SIGTERM, "sonde run: exit %d: %s"
+          % (proc.returncode, err[-2000:]))
+    return err
+
+
+def test_fleet_run_many_periods_flat_rss(env):
+    """`sonde run --period 0.02` of a program and its child process, 500
+    periods uploaded and written to a directory that keeps 5: the collector's
+    RSS after the first 50 periods stays within 5 %, every payload decodes,
+    the directory holds the newest 5, and SIGTERM ends the run as it ends
+    the program, with the last partial period sent."""
+    receiver = Receiver().start()
+    periods = os.path.join(env.tmp, "run_periods_many")
+    rss = []
+    try:
+        proc = _start_run(env, ["--period", "0.02", "--period-dir", periods, "--keep", "5",
+                                "--upload", "http://127.0.0.1:%d" % receiver.port,
+                                "--upload-timeout", "2"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            n = len(receiver.spans())
+            kb = _rss_kb(proc.pid)
+            if kb:
+                rss.append((n, kb))
+            if n >= 500:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        err = _finish_run(proc)
+    finally:
+        receiver.stop()
+    n = len(receiver.spans())
+    check(n >= 500, "only %d periods arrived in 60 s" % n)
+    after = [kb for count, kb in rss if count >= 50]
+    check(len(after) >= 20, "too few RSS readings after 50 periods: %d" % len(after))
+    check(env.sanitize or max(after) <= after[0] * 1.05,
+          "the collector's RSS grew from %d kB (period 50) to %d kB (%d periods)"
+          % (after[0], max(after), n))
+    check(len(period_files(periods)) == 5, "the directory keeps %r" % os.listdir(periods))
+    m = re.search(r"(\d+) periods of the program", err)
+    check(m and int(m.group(1)) == n, "summary %r, %d received" % (m and m.group(0), n))
+    check(not receiver.errors, "payloads that did not decode: %r" % receiver.errors[:3])
+    with_samples = sum(1 for a in receiver.accepted if a[3]["total"] > 0)
+    check(with_samples >= 0.9 * n, "only %d of %d periods have samples" % (with_samples, n))
+    return "%d periods; collector RSS %d..%d kB after period 50" % (n, after[0], max(after))
+
+
+def test_fleet_run_second_signal_leaves_backlog(env):
+    """`sonde run --period` while the backend hangs: SIGTERM ends the
+    program, the collector starts sending the backlog; a second SIGTERM
+    ends that after the request under way, the periods stay in
+    --spool-dir, and sonde still dies by SIGTERM like the program."""
+    receiver = Receiver(behave=lambda n: ("hang", 20)).start()
+    spool = os.path.join(env.tmp, "run_spool_cancel")
+    try:
+        proc = _start_run(env, ["--period", "0.5", "--upload",
+                                "http://127.0.0.1:%d" % receiver.port, "--upload-timeout", "3",
+                                "--spool-dir", spool], name="service2.py")
+        time.sleep(1.8)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.7)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        err = _finish_run(proc, timeout=30)
+        after = time.monotonic() - t0
+    finally:
+        receiver.stop()
+    check("sending the" in err and "Ctrl-C again" in err, "no drain line: %s" % err)
+    check(after < 4.5, "sonde took %.1f s after the second SIGTERM (the drain is 6 s)" % after)
+    left = [n for n in os.listdir(spool) if NAME_RE.match(n)]
+    check(len(left) >= 3, "the backlog was not kept: %r" % os.listdir(spool))
+    check(re.search(r"0 uploaded, %d waiting" % len(left), err), "summary: %s" % err)

@@ -77,7 +77,10 @@ static void build(sonde_profile_t *prof)
                                     {"main", "/src/app.py", 2},
                                     {"Model.run", "/src/app.py", 12}};
     sonde_profile_add_stack(prof, frames, 2, main_thread, 60, 625 * MS);
-    sonde_profile_add_stack(prof, frames, 3, worker, 20, 250 * MS);
+    sonde_profile_thread_ids(prof, main_thread, 4242, 4242);
+    sonde_profile_thread_ids(prof, worker, 4242, 4250);
+    sonde_ns_t kinds[SONDE_N_KINDS] = {150 * MS, 75 * MS, 25 * MS};
+    sonde_profile_add_stack_kinds(prof, frames, 3, worker, 20, kinds);
     sonde_profile_add_stack(prof, frames + 1, 1, -1, 1, 0);
     sonde_process_t procs[] = {{4242, 4240, "python3 app.py", 1.5, 2.0, 21.5, true},
                                {4243, 4242, "python3 -c \"x\"", 0.25, 0.5, 12, false}};
@@ -116,6 +119,10 @@ static void test_round_trip(void)
               strcmp(back.exit_exception, "ValueError") == 0 && back.n_threads == 2 &&
               back.n_stacks == 3 && back.partial.processes_lost == 5,
           "json_load_fields", "processes %zu threads %zu", back.n_processes, back.n_threads);
+    check(back.n_threads == 2 && back.thread_ids[1].pid == 4242 && back.thread_ids[1].tid == 4250 &&
+              back.n_stacks == 3 && back.stacks[1].kind_ns[SONDE_KIND_NATIVE] == 75 * MS &&
+              back.stacks[1].ns == 250 * MS && back.stacks[0].kind_ns[0] == 0,
+          "json_load_thread_ids_and_kinds", "threads %zu", back.n_threads);
     sonde_file_stats_t *app = sonde_profile_file(&back, "/src/app.py");
     check(app && app->n_source == 2 && strcmp(app->source[1], "    main()") == 0,
           "json_load_source_from_file", "source %zu", app ? app->n_source : 0);

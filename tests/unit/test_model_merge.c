@@ -136,8 +136,37 @@ static void test_merge_into_empty(void)
     sonde_profile_free(&b);
 }
 
+/* Two processes' MainThreads stay two threads (their pid and tid); a
+ * stack's split by kind is kept; the same thread of one process adds. */
+static void test_merge_threads_and_kinds(void)
+{
+    sonde_profile_t a, b, c;
+    sonde_profile_init(&a);
+    sonde_profile_init(&b);
+    sonde_profile_init(&c);
+    sonde_stack_frame_t frames[] = {{"<module>", "a.py", 9}, {"f", "a.py", 3}};
+    sonde_ns_t kinds[SONDE_N_KINDS] = {10 * MS, 20 * MS, 0};
+    int ta = sonde_profile_thread_of(&b, "MainThread", 100, 100);
+    sonde_profile_add_stack_kinds(&b, frames, 2, ta, 3, kinds);
+    int tc = sonde_profile_thread_of(&c, "MainThread", 200, 200);
+    sonde_profile_add_stack_kinds(&c, frames, 2, tc, 3, kinds);
+    int rc = sonde_profile_merge(&a, &b);
+    if (rc == 0) rc = sonde_profile_merge(&a, &c);
+    if (rc == 0) rc = sonde_profile_merge(&a, &b);
+    check(rc == 0 && a.n_threads == 2 && a.n_stacks == 2 && a.thread_ids[0].pid == 100 &&
+              a.thread_ids[1].pid == 200 && a.stacks[0].samples == 6 &&
+              a.stacks[0].kind_ns[SONDE_KIND_NATIVE] == 40 * MS &&
+              a.stacks[1].kind_ns[SONDE_KIND_PYTHON] == 10 * MS && a.stacks[1].ns == 30 * MS,
+          "merge_threads_by_ids_and_kinds", "rc %d threads %zu stacks %zu", rc, a.n_threads,
+          a.n_stacks);
+    sonde_profile_free(&a);
+    sonde_profile_free(&b);
+    sonde_profile_free(&c);
+}
+
 int main(void)
 {
+    test_merge_threads_and_kinds();
     test_merge_adds();
     test_merge_into_empty();
     return check_exit_code();
