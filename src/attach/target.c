@@ -324,17 +324,19 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
         }
         th->stack_cpu_ns = view.cpu_ns;
     }
+    int answer = -1;
     if (need_line) {
-        int answer = view.run_ns > 0 ? target_watch(t, th, watch_until) : -1;
+        answer = view.run_ns > 0 ? target_watch(t, th, watch_until) : -1;
         sonde_ns_t system_ns = charge_system ? view.blocked_ns : 0;
         sonde_accum_charge_answer(&t->acc, th->line_key, view.run_ns, answer, th->in_call,
                                   system_ns);
     }
     /* the stack's wall time is of one kind: running (in native code
-     * called from the line, or bytecode), else blocked */
-    int kind = !view.running ? SONDE_KIND_SYSTEM
-               : th->in_call ? SONDE_KIND_NATIVE
-                             : SONDE_KIND_PYTHON;
+     * called from the line, or bytecode: the native rule's answer, as for
+     * the line; without one, whether the instruction is a call), else
+     * blocked */
+    bool native = answer > 0 || (answer < 0 && th->in_call);
+    int kind = !view.running ? SONDE_KIND_SYSTEM : native ? SONDE_KIND_NATIVE : SONDE_KIND_PYTHON;
     if (keep_stack && th->depth > 0) /* out of memory: counted as dropped */
         sonde_accum_add_stack_kind(&t->acc, th->slot, th->stack, th->depth, 1, wall, kind);
 }

@@ -396,3 +396,63 @@ def test_pprof_after_sigterm_is_plain_protobuf(env):
         check(f.read(2) != b"\x1f\x8b", "gzip after SIGTERM: the sampler thread called Python")
     text, rows = read_top(env, out)
     check(rows and rows[0][1] == "spin", "-top's first row: %r\n%s" % (rows[:2], text))
+
+
+# ---- sonde run --stacks: the kind of each stack ------------------------------------------
+
+KINDS_PROGRAM = """
+    import time
+
+    def operator_line(seconds):
+        a, b = 7 ** 40000, 3 ** 40000
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            for _ in range(20):
+                c = a * b  # @mul
+
+    def python_loop(seconds):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            x = 0
+            for i in range(3000):
+                x += i  # @loop
+
+    operator_line(0.8)
+    python_loop(0.8)
+"""
+
+
+def test_stack_kinds_follow_lines(env):
+    """With --stacks the stacks' split into Python and native (pprof's kind
+    label) is the native rule's, as the lines' is: a big-integer product
+    (an operator: native code with no call instruction) and a pure loop;
+    for each line the stacks ending there have the line's native share
+    within 10 points, and the product is mostly native."""
+    script = env.write("kinds.py", KINDS_PROGRAM)
+    marks = marked_lines(script)
+    proc, prof = env.profile(script, options=["--stacks", "--virtual-time", "--no-subprocesses"])
+    check(proc.returncode == 0, proc.stderr[-2000:])
+    lines = lines_by_no(prof, script)
+    stacks = prof["call_stacks"]
+    frames = stacks["frames"]
+    shares = []
+    for mark in ("mul", "loop"):
+        line = lines.get(marks[mark])
+        check(line, "no line %s" % mark)
+        run = line["n_cpu_percent_python"] + line["n_cpu_percent_c"]
+        line_native = 100.0 * line["n_cpu_percent_c"] / run
+        py = nat = 0.0
+        for s in stacks["samples"]:
+            leaf = frames[s["frames"][-1]]
+            if leaf["file"] == script and leaf["line"] == marks[mark]:
+                check("native_sec" in s, "a stack without its split by kind: %r" % s)
+                py += s["python_sec"]
+                nat += s["native_sec"]
+        check(py + nat > 0.3, "%s: %.3f s in its stacks" % (mark, py + nat))
+        stack_native = 100.0 * nat / (py + nat)
+        check(abs(stack_native - line_native) <= 10.0, "%s: stacks %.1f %% native, line %.1f %%"
+              % (mark, stack_native, line_native))
+        shares.append("%s native: stacks %.1f %%, line %.1f %%" % (mark, stack_native, line_native))
+        if mark == "mul":
+            check(stack_native >= 80.0, "the product's stacks are %.1f %% native" % stack_native)
+    return "; ".join(shares)
