@@ -16,7 +16,9 @@ and a generator pipeline with <= 1 % unattributed time in each run (10 runs
 pinned on the oldest, Debian's and the newest interpreter) and each
 stage's share within 5 points of its time.thread_time measurement, with
 --stacks reaching the root through every generator frame; the thread and
-system-time tests under the busy condition too.
+system-time tests under the busy condition too. The busy condition of the
+operator and pure-loop tests, and the json repeats, run on the oldest
+interpreter, Debian's and the newest only (support.loaded_runs_here).
 """
 import contextlib
 import json
@@ -228,8 +230,15 @@ def _operator_case(env, mode, pairs, seconds, extra_env=None, conditions=CONDITI
     return _each_condition(run, conditions)
 
 
+def _conditions_here(env):
+    """The busy (loaded) condition on the oldest interpreter, Debian's and
+    the newest only (CI time: support.loaded_runs_here), as the repeats."""
+    return CONDITIONS if loaded_runs_here(env) else tuple(c for c in CONDITIONS if c != "busy")
+
+
 def test_operator_lines_native(env):
-    return _operator_case(env, "bigint", [("op_mul", "call_mul")], 0.9)
+    return _operator_case(env, "bigint", [("op_mul", "call_mul")], 0.9,
+                          conditions=_conditions_here(env))
 
 
 def test_numpy_operator_lines_native(env):
@@ -261,7 +270,7 @@ def test_pure_python_loops_stay_python(env):
             notes.append("%s %.1f%%" % (mark, py))
             check(py >= 95, "[%s] %s line only %.1f%% Python (%r)" % (cond, mark, py, line))
         return "Python " + ", ".join(notes)
-    return _each_condition(run)
+    return _each_condition(run, _conditions_here(env))
 
 
 def _stage_total(prof, script, names):
