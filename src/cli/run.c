@@ -42,10 +42,6 @@ static int run_period_settle(sonde_run_opts_t *opts, sonde_period_args_t *period
         return sonde_errf(err, err_len,
                           "--period needs the collector process that --no-subprocesses leaves "
                           "out");
-    if (opts->memory)
-        return sonde_errf(err, err_len,
-                          "--period does not take --memory: memory is profiled for the whole "
-                          "run only (drop --period for a memory report)");
     opts->format = format;
     opts->outfile = NULL;
     if (format->needs_stacks) opts->stacks = true;

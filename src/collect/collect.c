@@ -339,6 +339,7 @@ typedef struct collect_periods {
     bool pending;                         /* period `count` ended: its profiles are awaited */
     uint64_t pending_from, pending_until; /* its span (unix ns) */
     uint64_t wait_until;                  /* monotonic: the wait's end */
+    bool memory;                          /* --memory: every period has the memory sample types */
 } collect_periods_t;
 
 static uint64_t collect_unix_ns(void)
@@ -425,13 +426,15 @@ static bool collect_period_ready(const char *dirpath, uint64_t count, collect_li
  * (every period file when final) and the final profiles of the processes
  * that ended, deletes those files, and submits the merge as [from_ns,
  * until_ns). A process that ended without a profile is counted lost once;
- * when final, so is one still running. */
+ * when final, so is one still running, and a final period with nothing in
+ * it (every process had ended in the one before) is not submitted. */
 static void collect_period_finish(const char *dirpath, collect_periods_t *cp, collect_list_t *list,
                                   uint64_t from_ns, uint64_t until_ns, bool final)
 {
     sonde_profile_t merged;
     sonde_profile_init(&merged);
     uint64_t lost = 0;
+    unsigned pieces = 0; /* profiles read */
     char path[PATH_MAX], stem[64];
     DIR *d = opendir(dirpath);
     if (d) {
@@ -443,6 +446,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
             snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
             (void)collect_load_into(path, atoi(stem), &merged);
             unlink(path);
+            pieces++;
         }
         closedir(d);
     }
@@ -456,6 +460,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
                 if (collect_load_into(path, it->pid, &merged) < 0) lost++;
                 unlink(path);
                 unlink(live);
+                pieces++;
             } else if (final || !collect_alive(it->pid)) {
                 /* ended without a profile (killed), or still running at
                  * the end: its file is read again after a last look */
@@ -463,6 +468,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
                 if (access(path, F_OK) == 0) {
                     if (collect_load_into(path, it->pid, &merged) < 0) lost++;
                     unlink(path);
+                    pieces++;
                 } else {
                     lost++;
                 }
@@ -473,6 +479,12 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     merged.partial.processes_lost += lost;
     merged.elapsed_sec = until_ns > from_ns ? (double)(until_ns - from_ns) / 1e9 : 0;
     merged.exit_known = false;
+    merged.has_memory = merged.has_memory || cp->memory;
+    /* the last period, after every process ended, holds nothing: not sent */
+    if (final && pieces == 0 && lost == 0) {
+        sonde_profile_free(&merged);
+        return;
+    }
     if (sonde_profile_finish(&merged) == 0)
         (void)cp->out->submit(cp->out->arg, &merged, from_ns, until_ns);
     sonde_profile_free(&merged);
@@ -646,6 +658,7 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     collect_periods_t periods = {0};
     if (out && out->period_sec > 0) {
         periods.out = out;
+        periods.memory = opts->memory;
         rc = collect_periods_open(dir.data, &periods);
         if (rc == 0 && out->start && out->start(out->arg) != 0) {
             err[0] = 0;

@@ -307,6 +307,7 @@ typedef struct sonde_memory {
     int64_t final_bytes;    /* footprint when it stopped */
     sonde_shim_stop_fn shim_stop;
     sonde_shim_footprint_fn shim_footprint;
+    sonde_shim_guarded_fn shim_guarded;              /* NULL: an older shim (no periods) */
     sonde_shim_pyalloc_t original_mem, original_obj; /* Python's, restored at stop */
     bool wrapped_mem, wrapped_obj;
     /* Protected by lock, which is taken only inside allocator hooks (the
@@ -345,6 +346,11 @@ void sonde_memory_restore_gil(sonde_memory_t *m);
 /* Adds what was gathered to prof (after stop): per line figures, the
  * program's footprint, likely leaks. Returns 0 or -ENOMEM. */
 int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof);
+/* The same while counting goes on (`sonde run --period`, on the sampler
+ * thread): the figures of the period since the last call (allocations,
+ * copies; live figures as they are now), whose counts are then emptied.
+ * Returns 0, -ENOMEM or -ENOSYS (a shim without sonde_shim_guarded). */
+int sonde_memory_period_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof);
 /* Frees everything (after stop). */
 void sonde_memory_free(sonde_memory_t *m);
 

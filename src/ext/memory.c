@@ -112,6 +112,7 @@ int sonde_memory_start_gil(sonde_memory_t *m, const sonde_run_opts_t *opts,
         (sonde_shim_arena_bytes_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_ARENA_BYTES);
     m->shim_stop = (sonde_shim_stop_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_STOP);
     m->shim_footprint = (sonde_shim_footprint_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_FOOTPRINT);
+    m->shim_guarded = (sonde_shim_guarded_fn)dlsym(RTLD_DEFAULT, SONDE_SHIM_SYM_GUARDED);
     if (!start || !wrap || !arena_install || !arena_bytes || !m->shim_stop || !m->shim_footprint) {
         PyErr_SetString(PyExc_RuntimeError,
                         "sonde: memory profiling needs sonde's allocator shim loaded at start-up: "
@@ -283,20 +284,17 @@ static int memory_merge_timeline(sonde_timeline_t *dst, const sonde_timeline_t *
     return 0;
 }
 
-int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
+/* Adds the figures gathered so far to prof: elapsed is the time rates are
+ * over, final_bytes the footprint at the end of that time. Called after
+ * stop, or with the lock held while counting goes on (periods). Returns
+ * 0 or -ENOMEM. */
+static int memory_fill_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof,
+                               double elapsed, int64_t final_bytes)
 {
     char path[8192];
-    if (!m->started) return 0;
-    sonde_memory_stop(m);
-    /* Rates over the run's time as the report states it (the sampler's),
-     * like every other per-second figure; ours when there is none. */
-    double elapsed =
-        prof->elapsed_sec > 0
-            ? prof->elapsed_sec
-            : (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
-    bool grew = m->baseline_bytes > 0 ? (double)(m->final_bytes - m->baseline_bytes) >=
+    bool grew = m->baseline_bytes > 0 ? (double)(final_bytes - m->baseline_bytes) >=
                                             SONDE_MEMORY_LEAK_GROWTH * (double)m->baseline_bytes
-                                      : m->final_bytes > 0;
+                                      : final_bytes > 0;
     prof->has_memory = true;
     /* Lines first (they create their functions), then functions. */
     for (int pass = 0; pass < 2; pass++) {
@@ -335,6 +333,61 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
     }
     sonde_timeline_free(&prof->footprint);
     return memory_merge_timeline(&prof->footprint, &m->footprint);
+}
+
+int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
+{
+    if (!m->started) return 0;
+    sonde_memory_stop(m);
+    /* Rates over the run's time as the report states it (the sampler's),
+     * like every other per-second figure; ours when there is none. */
+    double elapsed =
+        prof->elapsed_sec > 0
+            ? prof->elapsed_sec
+            : (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
+    return memory_fill_profile(m, cwd, prof, elapsed, m->final_bytes);
+}
+
+/* sonde_memory_period_to_profile's work, run with the shim's guard set. */
+typedef struct memory_period {
+    sonde_memory_t *m;
+    const char *cwd;
+    sonde_profile_t *prof;
+    int rc;
+} memory_period_t;
+
+/* With the guard set (sonde_shim_guarded): under the lock, what was
+ * gathered into the profile, then the period's counts emptied (the live
+ * figures, peaks and timelines go on). What is allocated here comes from
+ * the real allocator, unseen. */
+static void memory_period_guarded(void *arg)
+{
+    memory_period_t *p = arg;
+    sonde_memory_t *m = p->m;
+    double elapsed = p->prof->elapsed_sec > 0
+                         ? p->prof->elapsed_sec
+                         : (double)(sonde_prim_monotonic_ns() - m->start_ns) / 1e9;
+    int64_t now_bytes = m->shim_footprint();
+    pthread_mutex_lock(&m->lock);
+    p->rc = memory_fill_profile(m, p->cwd, p->prof, elapsed, now_bytes);
+    for (size_t i = 0; i < m->lines_cap; i++) {
+        sonde_memory_line_t *line = &m->lines[i];
+        line->alloc_samples = 0;
+        line->alloc_bytes = line->alloc_objects = line->python_bytes = 0;
+        line->copy_bytes = 0;
+    }
+    m->dropped = m->untracked = m->failed_reads = 0;
+    pthread_mutex_unlock(&m->lock);
+}
+
+int sonde_memory_period_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
+{
+    if (!m->started) return 0;
+    if (!m->running) return sonde_memory_to_profile(m, cwd, prof);
+    if (!m->shim_guarded) return -ENOSYS;
+    memory_period_t p = {m, cwd, prof, 0};
+    m->shim_guarded(memory_period_guarded, &p);
+    return p.rc;
 }
 
 /* ---- free -------------------------------------------------------------------------------------

@@ -255,15 +255,18 @@ static bool session_to_collector(sonde_session_t *s)
 }
 
 /* Builds the profile of what was sampled (since the current period began,
- * with periods) into prof (initialised). No Python API. Returns 0 or
+ * with periods) into prof (initialised); period: while sampling goes on
+ * (the memory profiler keeps counting). No Python API. Returns 0 or
  * -errno. */
-static int session_build(sonde_session_t *s, sonde_profile_t *prof)
+static int session_build(sonde_session_t *s, sonde_profile_t *prof, bool period)
 {
     int rc = sonde_profile_set_run(prof, s->program ? s->program : "", s->argc,
                                    (const char *const *)s->argv, s->python_version);
     if (rc < 0) return rc;
     if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, prof)) < 0) return rc;
-    if ((rc = sonde_memory_to_profile(&s->memory, s->cwd, prof)) < 0) return rc;
+    if ((rc = period ? sonde_memory_period_to_profile(&s->memory, s->cwd, prof)
+                     : sonde_memory_to_profile(&s->memory, s->cwd, prof)) < 0)
+        return rc;
     if ((rc = sonde_gpu_to_profile(&s->gpu, prof)) < 0) return rc;
     if ((rc = session_process(s, prof)) < 0) return rc;
     if ((rc = sonde_profile_finish(prof)) < 0) return rc;
@@ -288,7 +291,7 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     if (!to_collector && !s->outfile && !s->stderr_open) return 0; /* nowhere to go */
     sonde_profile_init(&prof);
     *what = "build the report";
-    if ((rc = session_build(s, &prof)) < 0) goto done;
+    if ((rc = session_build(s, &prof, false)) < 0) goto done;
     if (to_collector) {
         rc = session_hand_over(s, &prof, ".json", what);
         goto done;
@@ -337,7 +340,7 @@ static void session_on_period(uint64_t count)
     const char *what = "";
     snprintf(suffix, sizeof suffix, ".p%llu.json", (unsigned long long)count);
     sonde_profile_init(&prof);
-    if (session_build(s, &prof) == 0) (void)session_hand_over(s, &prof, suffix, &what);
+    if (session_build(s, &prof, true) == 0) (void)session_hand_over(s, &prof, suffix, &what);
     sonde_profile_free(&prof);
     sonde_sampler_period_reset(&s->sampler);
 }

@@ -87,6 +87,17 @@ static int merge_file(sonde_profile_t *dst, const sonde_file_stats_t *file)
         const sonde_line_stats_t *from = &file->lines[i];
         sonde_line_stats_t *into = sonde_profile_line_only(dst, file->path, from->lineno);
         if (!into) return -ENOMEM;
+        if (!into->func_name && from->func_name) {
+            /* the line's function (pprof's locations), created here when
+             * new: its figures come with the functions below */
+            sonde_func_stats_t *func =
+                sonde_profile_func_entry(dst, file->path, from->func_name, from->func_firstlineno);
+            if (!func) return -ENOMEM;
+            into = sonde_profile_line_only(dst, file->path, from->lineno);
+            if (!into) return -ENOMEM;
+            into->func_name = func->name;
+            into->func_firstlineno = func->firstlineno;
+        }
         into->python_ns += from->python_ns;
         into->native_ns += from->native_ns;
         into->system_ns += from->system_ns;

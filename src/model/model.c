@@ -364,6 +364,8 @@ sonde_line_stats_t *sonde_profile_line_only(sonde_profile_t *prof, const char *p
         /* a new file starts with one line and no function */
         free(fresh.funcs[0].name);
         fresh.n_funcs = 0;
+        fresh.lines[0].func_name = NULL;
+        fresh.lines[0].func_firstlineno = 0;
         model_insert_at(prof->files, prof->n_files, file_at, &fresh, sizeof fresh);
         prof->n_files++;
         return &prof->files[file_at].lines[0];

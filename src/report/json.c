@@ -275,6 +275,11 @@ static void json_file(sonde_buf_t *out, const sonde_profile_t *prof, const sonde
         sonde_buf_puts(out, i ? ",\n        " : "\n        ");
         sonde_buf_printf(out, "{\"lineno\": %d, \"line\": ", line->lineno);
         sonde_buf_json_string(out, text);
+        if (line->func_name) {
+            sonde_buf_puts(out, ", \"function\": ");
+            sonde_buf_json_string(out, line->func_name);
+            sonde_buf_printf(out, ", \"function_lineno\": %d", line->func_firstlineno);
+        }
         sonde__row_t row = sonde__row_of_line(line);
         json_figures(out, prof, &row);
         if (prof->has_memory) {

@@ -257,6 +257,34 @@ static bool load_lines(load_t *ld, const char *path, const cJSON *file)
     return !ld->failed;
 }
 
+/* Each line's function ("function", "function_lineno", when the writer
+ * had them: pprof's locations name it), after the functions are in. */
+static bool load_line_functions(load_t *ld, const char *path, const cJSON *file)
+{
+    const cJSON *lines = load_container(ld, file, "lines", cJSON_Array);
+    const cJSON *entry;
+    size_t i = 0;
+    cJSON_ArrayForEach(entry, lines)
+    {
+        snprintf(ld->where, sizeof ld->where, "files[\"%.120s\"].lines[%zu]", path, i++);
+        const char *name = load_string(ld, entry, "function");
+        if (ld->failed) return false;
+        if (!name) continue;
+        double lineno = 0, first = 0;
+        if (!load_whole_of(ld, load_item(entry, "lineno"), "lineno", 0, INT32_MAX, &lineno))
+            return false;
+        first = load_whole(ld, entry, "function_lineno", 0, INT32_MAX);
+        if (ld->failed) return false;
+        sonde_func_stats_t *func = sonde_profile_func_entry(ld->prof, path, name, (int)first);
+        sonde_line_stats_t *line =
+            func ? sonde_profile_line_only(ld->prof, path, (int)lineno) : NULL;
+        if (!line) return load_oom(ld);
+        line->func_name = func->name;
+        line->func_firstlineno = func->firstlineno;
+    }
+    return true;
+}
+
 static bool load_functions(load_t *ld, const char *path, const cJSON *file)
 {
     const cJSON *funcs = load_container(ld, file, "functions", cJSON_Array);
@@ -340,7 +368,8 @@ static bool load_files(load_t *ld, const cJSON *root)
     {
         snprintf(ld->where, sizeof ld->where, "files[\"%.120s\"]", file->string);
         if (!cJSON_IsObject(file)) return load_fail(ld, "not an object");
-        if (!load_lines(ld, file->string, file) || !load_functions(ld, file->string, file))
+        if (!load_lines(ld, file->string, file) || !load_functions(ld, file->string, file) ||
+            !load_line_functions(ld, file->string, file))
             return false;
         if (ld->prof->has_memory && !load_leaks(ld, file->string, file)) return false;
         if (!load_source(ld, file->string, file)) return false;

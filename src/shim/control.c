@@ -107,6 +107,14 @@ static void shim_register_atfork(void)
 SONDE_EXPORT int sonde_shim_start(const sonde_shim_config_t *config);
 SONDE_EXPORT void sonde_shim_stop(void);
 SONDE_EXPORT int64_t sonde_shim_footprint(void);
+SONDE_EXPORT void sonde_shim_guarded(void (*fn)(void *), void *arg);
+
+void sonde_shim_guarded(void (*fn)(void *), void *arg)
+{
+    sonde__shim_thread.guard++;
+    fn(arg);
+    sonde__shim_thread.guard--;
+}
 
 int sonde_shim_start(const sonde_shim_config_t *config)
 {

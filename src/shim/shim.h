@@ -127,6 +127,13 @@ typedef int (*sonde_shim_arena_install_fn)(void (*get)(sonde_shim_pyarena_t *),
 typedef int64_t (*sonde_shim_arena_bytes_fn)(void);
 #define SONDE_SHIM_SYM_ARENA_BYTES "sonde_shim_arena_bytes"
 
+/* Runs fn(arg) on the calling thread with the shim's reentrancy guard
+ * set: what it allocates comes straight from the real allocator, with no
+ * event (so fn may take the lock its on_event takes, and allocate while
+ * holding it). Never call it from a hook. */
+typedef void (*sonde_shim_guarded_fn)(void (*fn)(void *), void *arg);
+#define SONDE_SHIM_SYM_GUARDED "sonde_shim_guarded"
+
 /* The program's footprint now, in bytes (baseline plus every change the
  * threads have flushed; each thread holds back less than 256 KiB). */
 typedef int64_t (*sonde_shim_footprint_fn)(void);

@@ -258,13 +258,12 @@ def _line_ns_wall(period, script, line):
 
 
 def test_run_period_refusals(env):
-    """--period with -o, --memory, --no-subprocesses or without a
+    """--period with -o, --no-subprocesses or without a
     destination, and the period options without --period: one line each,
     exit 2, the program never started."""
     script = env.write("never.py", "open('started', 'w').close()\n")
     cases = [
         (["--period", "1", "--period-dir", "d", "-o", "x.json"], "not -o"),
-        (["--period", "1", "--period-dir", "d", "--memory"], "--memory"),
         (["--period", "1", "--period-dir", "d", "--no-subprocesses"], "--no-subprocesses"),
         (["--period", "1"], "somewhere to put"),
         (["--period-dir", "d"], "need --period"),
@@ -277,3 +276,67 @@ def test_run_period_refusals(env):
               and lines[0].startswith("sonde: "),
               "%r: exit %d, %r" % (options, proc.returncode, proc.stderr))
     check(not os.path.exists(os.path.join(env.tmp, "started")), "the program ran")
+
+
+MEMORY = """\
+    import json, sys, time
+    keep = []
+    t = {"a0": time.time()}
+    for i in range(40):
+        keep.append(bytearray(1 << 20))  # @kept
+        time.sleep(0.02)
+    t["a1"] = time.time()
+    for i in range(40):
+        x = bytearray(1 << 20)  # @freed
+        del x
+        time.sleep(0.02)
+    t["b1"] = time.time()
+    time.sleep(0.3)
+    print(json.dumps(t), flush=True)
+    """
+
+
+def test_run_period_memory(env):
+    """`--memory --period 0.4`: 40 MiB kept by one line, then 40 MiB
+    allocated and freed by another. Each period's alloc_space holds what
+    was allocated in it (over all periods each line's sum is 40 MiB within
+    25 %; a period after the first phase allocates nothing on its line);
+    inuse_space is what is live at each period's end (the kept line's 40
+    MiB in the last period, the freed line's under 4 MiB)."""
+    script = env.write("memory_periods.py", MEMORY)
+    marks = marked_lines(script)
+    periods_dir = os.path.join(env.tmp, "periods_mem")
+    proc = env.run_sonde(["run", "--memory", "--period", "0.4", "--period-dir", periods_dir,
+                          script], timeout=120)
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-3000:]))
+    truth = json.loads(proc.stdout.strip().splitlines()[-1])
+    periods = _periods(periods_dir)
+    check(len(periods) >= 4, "%d periods" % len(periods))
+
+    def figure(period, line, name):
+        k = period["types"].index(name)
+        return sum(values[k] for fn, ln, values, labels in period["samples"]
+                   if fn == script and ln == line) / float(1 << 20)
+
+    for p in periods:
+        check("alloc_space" in p[2]["types"] and "inuse_space" in p[2]["types"],
+              "sample types %r" % p[2]["types"])
+    kept = sum(figure(p, marks["kept"], "alloc_space") for _, _, p in periods)
+    freed = sum(figure(p, marks["freed"], "alloc_space") for _, _, p in periods)
+    check(30 <= kept <= 50 and 30 <= freed <= 50,
+          "alloc_space over the periods: kept line %.1f MiB, freed line %.1f MiB (40 each)"
+          % (kept, freed))
+    after = [p for f, u, p in periods if f >= truth["a1"] + 0.05]
+    check(after, "no period after the first phase")
+    for p in after:
+        check(figure(p, marks["kept"], "alloc_space") == 0,
+              "the kept line allocates %.1f MiB in a period after its phase"
+              % figure(p, marks["kept"], "alloc_space"))
+    last = periods[-1][2]
+    live_kept, live_freed = figure(last, marks["kept"], "inuse_space"), figure(
+        last, marks["freed"], "inuse_space")
+    check(30 <= live_kept <= 50 and live_freed < 4,
+          "inuse_space at the end: kept line %.1f MiB (40), freed line %.1f MiB"
+          % (live_kept, live_freed))
+    return "%d periods; alloc kept %.1f / freed %.1f MiB, in use at the end %.1f / %.1f MiB" % (
+        len(periods), kept, freed, live_kept, live_freed)
