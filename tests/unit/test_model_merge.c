@@ -132,6 +132,11 @@ static void test_merge_into_empty(void)
     check(c && c->n_lines == 1 && c->n_funcs == 1 && c->lines[0].lineno == 4 &&
               c->funcs[0].firstlineno == 2,
           "merge_new_file_lines_and_functions", "c.py wrong");
+    /* each line keeps its function (pprof's locations name it) */
+    check(c && c->lines[0].func_name && strcmp(c->lines[0].func_name, "h") == 0 &&
+              c->lines[0].func_firstlineno == 2 && c->lines[0].func_name == c->funcs[0].name,
+          "merge_line_keeps_its_function", "%s",
+          c && c->lines[0].func_name ? c->lines[0].func_name : "NULL");
     sonde_profile_free(&empty);
     sonde_profile_free(&b);
 }
