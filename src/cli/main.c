@@ -151,11 +151,11 @@ static int main_periods_start(void *arg)
     return sonde_cli_period_open(&m->run, m->args, m->format, m->rate_hz);
 }
 
-static int main_periods_submit(void *arg, const sonde_profile_t *prof, uint64_t from_ns,
-                               uint64_t until_ns)
+static int main_periods_submit(void *arg, const sonde_profile_t *prof, const sonde_profile_t *parts,
+                               size_t n_parts, uint64_t from_ns, uint64_t until_ns)
 {
     main_periods_t *m = arg;
-    return sonde_cli_period_submit_profile(&m->run, prof, from_ns, until_ns);
+    return sonde_cli_period_submit_profile(&m->run, prof, parts, n_parts, from_ns, until_ns);
 }
 
 static void main_periods_finish(void *arg, volatile sig_atomic_t *cancel)

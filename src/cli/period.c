@@ -291,7 +291,8 @@ int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t le
 }
 
 int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile_t *prof,
-                                    uint64_t from_ns, uint64_t until_ns)
+                                    const sonde_profile_t *parts, size_t n_parts, uint64_t from_ns,
+                                    uint64_t until_ns)
 {
     sonde_report_ctx_t ctx;
     sonde_buf_t viewer = SONDE_BUF_INIT;
@@ -299,6 +300,8 @@ int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile
     sonde_report_ctx_init(&ctx, -1);
     ctx.pprof.compress = sonde_cli_gzip;
     ctx.pprof.time_nanos = (int64_t)from_ns;
+    ctx.pprof.parts = n_parts > 1 ? parts : NULL;
+    ctx.pprof.n_parts = n_parts > 1 ? n_parts : 0;
     if (sonde_cli_pkg_dir(pkg_dir, sizeof pkg_dir) == 0) {
         sonde_buf_printf(&viewer, "%s/viewer", pkg_dir);
         if (!sonde_buf_error(&viewer)) ctx.viewer_dir = viewer.data;

@@ -71,10 +71,12 @@ int sonde_cli_period_open(sonde_cli_period_t *run, const sonde_period_args_t *ar
 int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t len, uint64_t from_ns,
                             uint64_t until_ns);
 /* Renders prof (finished) in the run's format (pprof gzipped, its
- * time_nanos from_ns) and hands it over as sonde_cli_period_submit does.
- * Same returns. */
+ * time_nanos from_ns; parts: the single-process profiles it merges, or
+ * NULL, sonde_pprof_opts_t.parts) and hands it over as
+ * sonde_cli_period_submit does. Same returns. */
 int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile_t *prof,
-                                    uint64_t from_ns, uint64_t until_ns);
+                                    const sonde_profile_t *parts, size_t n_parts, uint64_t from_ns,
+                                    uint64_t until_ns);
 /* Sends what waits (at most twice --upload-timeout, 30 s at most, or until
  * *cancel becomes non-zero: cancel may be NULL), stops the pipeline and
  * prints the closing line: "N periods of <whose>; ...". Returns 0, or 1

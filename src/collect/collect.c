@@ -269,12 +269,45 @@ static int collect_stem_gen(const char *stem)
     return g ? atoi(g + 2) : 0;
 }
 
+/* The single-process profiles a merge was made of (pprof's per-process
+ * samples, sonde_pprof_opts_t.parts), each with its process's pid. */
+typedef struct collect_parts {
+    sonde_profile_t *items;
+    size_t n, cap;
+} collect_parts_t;
+
+/* Keeps one (moved in: the caller no longer frees it); on failure frees
+ * it (the merge has it anyway; pprof then lacks its per-process samples). */
+static void collect_parts_keep(collect_parts_t *parts, sonde_profile_t *one)
+{
+    if (parts->n == parts->cap) {
+        size_t cap = parts->cap ? parts->cap * 2 : 8;
+        sonde_profile_t *items = realloc(parts->items, cap * sizeof *items);
+        if (!items) {
+            sonde_profile_free(one);
+            return;
+        }
+        parts->items = items;
+        parts->cap = cap;
+    }
+    one->pid = one->n_processes == 1 ? one->processes[0].pid : 0;
+    parts->items[parts->n++] = *one;
+}
+
+static void collect_parts_free(collect_parts_t *parts)
+{
+    for (size_t i = 0; i < parts->n; i++)
+        sonde_profile_free(&parts->items[i]);
+    free(parts->items);
+    memset(parts, 0, sizeof *parts);
+}
+
 /* Reads every profile handed over into merged. Returns how many were
  * read (0: nothing to report); *lost counts processes that handed nothing
  * over (killed, or still running); a profile that cannot be read is
  * counted too, with one line saying why. */
 static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profile_t *merged,
-                         uint64_t *lost, collect_root_t *root)
+                         collect_parts_t *parts, uint64_t *lost, collect_root_t *root)
 {
     int n = 0;
     *lost = 0;
@@ -314,10 +347,11 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
             fprintf(stderr, "sonde: the profile of process %d is left out: %s\n", it->pid,
                     err[0] ? err : strerror(-rc));
             (*lost)++;
+            sonde_profile_free(&one);
         } else {
             n++;
+            collect_parts_keep(parts, &one);
         }
-        sonde_profile_free(&one);
     }
     sonde_buf_free(&path);
     sonde_buf_free(&text);
@@ -372,7 +406,8 @@ static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
 
 /* Reads a profile file into merged. Returns 0, or -errno after one line
  * saying why it is left out. */
-static int collect_load_into(const char *path, int pid, sonde_profile_t *merged)
+static int collect_load_into(const char *path, int pid, sonde_profile_t *merged,
+                             collect_parts_t *parts)
 {
     sonde_buf_t text = SONDE_BUF_INIT;
     sonde_profile_t one;
@@ -381,10 +416,13 @@ static int collect_load_into(const char *path, int pid, sonde_profile_t *merged)
     int rc = sonde_buf_read_file(&text, path, COLLECT_MAX_PROFILE, NULL);
     if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
     if (rc == 0) rc = sonde_profile_merge(merged, &one);
-    if (rc < 0)
+    if (rc < 0) {
         fprintf(stderr, "sonde: a profile of process %d is left out: %s\n", pid,
                 err[0] ? err : strerror(-rc));
-    sonde_profile_free(&one);
+        sonde_profile_free(&one);
+    } else {
+        collect_parts_keep(parts, &one);
+    }
     sonde_buf_free(&text);
     return rc;
 }
@@ -433,6 +471,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
 {
     sonde_profile_t merged;
     sonde_profile_init(&merged);
+    collect_parts_t parts = {0};
     uint64_t lost = 0;
     unsigned pieces = 0; /* profiles read */
     char path[PATH_MAX], stem[64];
@@ -444,7 +483,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
             if (!collect_period_name(e->d_name, stem, sizeof stem, &count)) continue;
             if (!final && count > cp->count) continue;
             snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
-            (void)collect_load_into(path, atoi(stem), &merged);
+            (void)collect_load_into(path, atoi(stem), &merged, &parts);
             unlink(path);
             pieces++;
         }
@@ -457,7 +496,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
             snprintf(live, sizeof live, "%s/%s.live", dirpath, it->stem);
             if (it->handed) {
                 snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
-                if (collect_load_into(path, it->pid, &merged) < 0) lost++;
+                if (collect_load_into(path, it->pid, &merged, &parts) < 0) lost++;
                 unlink(path);
                 unlink(live);
                 pieces++;
@@ -466,7 +505,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
                  * the end: its file is read again after a last look */
                 snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
                 if (access(path, F_OK) == 0) {
-                    if (collect_load_into(path, it->pid, &merged) < 0) lost++;
+                    if (collect_load_into(path, it->pid, &merged, &parts) < 0) lost++;
                     unlink(path);
                     pieces++;
                 } else {
@@ -481,12 +520,9 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     merged.exit_known = false;
     merged.has_memory = merged.has_memory || cp->memory;
     /* the last period, after every process ended, holds nothing: not sent */
-    if (final && pieces == 0 && lost == 0) {
-        sonde_profile_free(&merged);
-        return;
-    }
-    if (sonde_profile_finish(&merged) == 0)
-        (void)cp->out->submit(cp->out->arg, &merged, from_ns, until_ns);
+    if (!(final && pieces == 0 && lost == 0) && sonde_profile_finish(&merged) == 0)
+        (void)cp->out->submit(cp->out->arg, &merged, parts.items, parts.n, from_ns, until_ns);
+    collect_parts_free(&parts);
     sonde_profile_free(&merged);
 }
 
@@ -568,8 +604,9 @@ static void collect_periods_end(const char *dirpath, collect_periods_t *cp, coll
 
 /* Writes the merged report as opts asks. Prints a one-line error on
  * failure. */
-static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, const char *pkg_dir,
-                           int gen, sonde_compress_fn compress)
+static void collect_report(sonde_profile_t *prof, const collect_parts_t *parts,
+                           const sonde_run_opts_t *opts, const char *pkg_dir, int gen,
+                           sonde_compress_fn compress)
 {
     /* The program's image that handed over was the one an os.exec* of the
      * interpreter started: its report goes where the boot said it would
@@ -586,6 +623,8 @@ static void collect_report(sonde_profile_t *prof, const sonde_run_opts_t *opts, 
     ctx.text.all_lines = opts->all_lines;
     ctx.viewer_dir = sonde_buf_error(&viewer) ? NULL : viewer.data;
     ctx.pprof.compress = compress;
+    ctx.pprof.parts = parts->n > 1 ? parts->items : NULL;
+    ctx.pprof.n_parts = parts->n > 1 ? parts->n : 0;
     const char *what = "write the report";
     int rc = sonde_profile_finish(prof);
     if (rc == 0)
@@ -759,12 +798,13 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
 
     sonde_profile_t merged;
     sonde_profile_init(&merged);
+    collect_parts_t parts = {0};
     uint64_t lost = 0;
     collect_root_pid = (int)root;
     collect_root_t from_root;
     if (periods.out) {
         collect_periods_end(dir.data, &periods, &list);
-    } else if (collect_merge(dir.data, &list, &merged, &lost, &from_root) > 0) {
+    } else if (collect_merge(dir.data, &list, &merged, &parts, &lost, &from_root) > 0) {
         merged.partial.processes_lost += lost;
         /* how the program ended, never a child (a Pool's workers end by
          * SIGTERM): as its profile saw it, else its wait status */
@@ -781,9 +821,11 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
             sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
         }
-        collect_report(&merged, opts, pkg_dir, from_root.first_gen > 0 ? from_root.first_gen : 0,
+        collect_report(&merged, &parts, opts, pkg_dir,
+                       from_root.first_gen > 0 ? from_root.first_gen : 0,
                        out ? out->compress : NULL);
     }
+    collect_parts_free(&parts);
     sonde_profile_free(&merged);
     free(list.items);
     collect_remove_dir(dir.data);

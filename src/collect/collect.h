@@ -25,7 +25,9 @@ typedef struct sonde_collect_out {
     /* Continuous profiles (`sonde run --period`; period_sec 0: none).
      * Every period_sec, every followed process hands over what it sampled
      * since the last period (src/ext/session.c) and submit gets their
-     * merge, finished, with the period's span in unix ns; there is no
+     * merge, finished (and the profiles it was made of, one per process
+ * hand-over, for pprof's per-process samples), with the period's span in
+ * unix ns; there is no
      * report at the end. start runs once this process's signal mask is
      * set, before the program starts (threads it starts inherit the mask,
      * so that signals reach the collector's loop): non-zero, after it
@@ -35,7 +37,8 @@ typedef struct sonde_collect_out {
      * SIGTERM meanwhile. */
     double period_sec;
     int (*start)(void *arg);
-    int (*submit)(void *arg, const sonde_profile_t *prof, uint64_t from_ns, uint64_t until_ns);
+    int (*submit)(void *arg, const sonde_profile_t *prof, const sonde_profile_t *parts,
+                  size_t n_parts, uint64_t from_ns, uint64_t until_ns);
     void (*finish)(void *arg, volatile sig_atomic_t *cancel);
     void *arg;
 } sonde_collect_out_t;

@@ -10,7 +10,9 @@
  * then, with memory figures, alloc_objects/count, alloc_space/bytes,
  * inuse_objects/count, inuse_space/bytes. Samples come from the call
  * stacks when the profile has them (leaf first; labels thread, thread_id
- * and pid where the model knows them), else one one-frame sample per line;
+ * and pid where the model knows them), else one one-frame sample per line
+ * (of each process, with its pid, when the caller gives the parts of a
+ * merged profile);
  * either way one sample per kind of time (label kind =
  * python/native/system) where the model splits the time by kind (not
  * trace's flat model). A count is split between the kinds in proportion
@@ -512,11 +514,21 @@ static int pprof_encode(const sonde_profile_t *prof, const sonde_pprof_opts_t *o
     }
 
     pprof_label_t pid = {"pid", NULL, prof->pid};
-    if (prof->n_stacks)
+    if (prof->n_stacks) {
         pprof_time_from_stacks(&w, prof, prof->pid ? &pid : NULL);
-    else
+        if (prof->has_memory) pprof_memory_from_lines(&w, prof, prof->pid ? &pid : NULL);
+    } else if (opts && opts->parts && opts->n_parts) {
+        /* a merge of processes: each one's lines, with its pid */
+        for (size_t i = 0; i < opts->n_parts; i++) {
+            const sonde_profile_t *part = &opts->parts[i];
+            pprof_label_t part_pid = {"pid", NULL, part->pid};
+            pprof_time_from_lines(&w, part, part->pid ? &part_pid : NULL);
+            if (prof->has_memory) pprof_memory_from_lines(&w, part, part->pid ? &part_pid : NULL);
+        }
+    } else {
         pprof_time_from_lines(&w, prof, prof->pid ? &pid : NULL);
-    if (prof->has_memory) pprof_memory_from_lines(&w, prof, prof->pid ? &pid : NULL);
+        if (prof->has_memory) pprof_memory_from_lines(&w, prof, prof->pid ? &pid : NULL);
+    }
 
     sonde_buf_t mapping = SONDE_BUF_INIT;
     sonde_pb_uint(&mapping, MP_ID, 1);

@@ -118,6 +118,13 @@ typedef struct sonde_pprof_opts {
                                `sonde trace`: "calls") */
     int64_t time_nanos;     /* when profiling started (Unix ns); 0: now
                                less the profile's elapsed time */
+    /* The single-process profiles a merged profile was made of (the
+     * collector's; NULL: none): without call stacks, the line samples come
+     * from each of them with its process's pid label, so that a backend
+     * can tell the processes apart; the header still comes from the merged
+     * profile. Each part's pid is its one process's. */
+    const sonde_profile_t *parts;
+    size_t n_parts;
 } sonde_pprof_opts_t;
 
 /* pprof's profile (see pprof.c's banner for what goes in). Appends to out;

@@ -282,14 +282,14 @@ MEMORY = """\
     import json, sys, time
     keep = []
     t = {"a0": time.time()}
-    for i in range(40):
-        keep.append(bytearray(1 << 20))  # @kept
-        time.sleep(0.02)
+    for i in range(20):
+        keep.append(bytearray(2 << 20))  # @kept
+        time.sleep(0.04)
     t["a1"] = time.time()
-    for i in range(40):
-        x = bytearray(1 << 20)  # @freed
+    for i in range(20):
+        x = bytearray(2 << 20)  # @freed
         del x
-        time.sleep(0.02)
+        time.sleep(0.04)
     t["b1"] = time.time()
     time.sleep(0.3)
     print(json.dumps(t), flush=True)
@@ -298,7 +298,9 @@ MEMORY = """\
 
 def test_run_period_memory(env):
     """`--memory --period 0.4`: 40 MiB kept by one line, then 40 MiB
-    allocated and freed by another. Each period's alloc_space holds what
+    allocated and freed by another, 2 MiB at a time (each allocation is
+    sampled with a probability of 98 % at the default 512 KiB mean, so the
+    estimate's standard deviation is about 1.3 MiB). Each period's alloc_space holds what
     was allocated in it (over all periods each line's sum is 40 MiB within
     25 %; a period after the first phase allocates nothing on its line);
     inuse_space is what is live at each period's end (the kept line's 40
@@ -340,3 +342,40 @@ def test_run_period_memory(env):
           % (live_kept, live_freed))
     return "%d periods; alloc kept %.1f / freed %.1f MiB, in use at the end %.1f / %.1f MiB" % (
         len(periods), kept, freed, live_kept, live_freed)
+
+
+TWO_PROCESSES = """\
+    import os, subprocess, sys, time
+    def spin(sec):
+        end = time.thread_time() + sec
+        while time.thread_time() < end: pass  # @spin
+    if len(sys.argv) > 1:
+        spin(0.3)  # the child
+    else:
+        spin(0.3)
+        subprocess.run([sys.executable, __file__, "child"], check=True)
+        print(os.getpid(), flush=True)
+    """
+
+
+def test_pprof_lines_carry_each_process_pid(env):
+    """A merged report of two processes in pprof without call stacks: the
+    samples of each process's lines carry its own pid label (the collector
+    hands the writer each process's profile), and their time adds up to
+    the merged line's."""
+    script = env.write("two.py", TWO_PROCESSES)
+    line = marked_lines(script)["spin"]
+    out = os.path.join(env.tmp, "two.pb.gz")
+    proc = env.run_sonde(["run", "--virtual-time", "-o", out, script], timeout=120)
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-2000:]))
+    parent = int(proc.stdout.split()[-1])
+    with open(out, "rb") as f:
+        prof = decode_lines(f.read())
+    by_pid = {}
+    for fn, ln, values, labels in prof["samples"]:
+        if fn == script and ln == line:
+            by_pid[labels.get("pid")] = by_pid.get(labels.get("pid"), 0) + values[1]
+    check(parent in by_pid and len(by_pid) == 2 and None not in by_pid,
+          "the spin line's samples by pid: %r (parent %d)" % (by_pid, parent))
+    for pid, ns in by_pid.items():
+        check(0.2e9 <= ns <= 0.4e9, "pid %s: %.3f s on the line (0.3 s measured)" % (pid, ns / 1e9))
