@@ -333,7 +333,6 @@ int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
                     "sonde: sending the %u period%s waiting (up to %.0f s; Ctrl-C again to "
                     "leave them in the spool directory)\n",
                     now.backlog, now.backlog == 1 ? "" : "s", drain);
-        if (cancel) *cancel = 0; /* a second signal cancels the drain */
         sonde_fleet_stop(run->fleet, drain, cancel, &stats);
         run->fleet = NULL;
         fprintf(stderr, "sonde: %llu period%s of %s", (unsigned long long)stats.periods,

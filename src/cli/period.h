@@ -78,7 +78,8 @@ int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile
                                     const sonde_profile_t *parts, size_t n_parts, uint64_t from_ns,
                                     uint64_t until_ns);
 /* Sends what waits (at most twice --upload-timeout, 30 s at most, or until
- * *cancel becomes non-zero: cancel may be NULL), stops the pipeline and
+ * *cancel becomes non-zero: cancel may be NULL; a caller whose first
+ * signal set it clears it first), stops the pipeline and
  * prints the closing line: "N periods of <whose>; ...". Returns 0, or 1
  * when period files could not be written. */
 int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,

@@ -51,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -447,12 +448,19 @@ static bool collect_period_name(const char *name, char *stem, size_t stem_len, u
 
 /* Whether every profiled process still running has handed period `count`
  * over (or its end). */
-static bool collect_period_ready(const char *dirpath, uint64_t count, collect_list_t *list)
+static bool collect_period_ready(const char *dirpath, uint64_t count, uint64_t until_ns,
+                                 collect_list_t *list)
 {
     if (collect_list(dirpath, list) < 0) return true;
     for (size_t i = 0; i < list->n; i++) {
         collect_entry_t *it = &list->items[i];
         char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s.live", dirpath, it->stem);
+        /* a process that started after the period ended has none of it */
+        if (stat(path, &st) == 0 &&
+            (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec > until_ns)
+            continue;
         snprintf(path, sizeof path, "%s/%s.p%llu.json", dirpath, it->stem,
                  (unsigned long long)count);
         if (!it->handed && access(path, F_OK) != 0 && collect_alive(it->pid)) return false;
@@ -547,7 +555,8 @@ static void collect_periods_tick(const char *dirpath, collect_periods_t *cp, col
         cp->end_mono += cp->period_ns;
         if (cp->end_mono <= now) cp->end_mono = now + cp->period_ns; /* fell behind */
     }
-    if (cp->pending && (now >= cp->wait_until || collect_period_ready(dirpath, cp->count, list))) {
+    if (cp->pending && (now >= cp->wait_until ||
+                        collect_period_ready(dirpath, cp->count, cp->pending_until, list))) {
         collect_period_finish(dirpath, cp, list, cp->pending_from, cp->pending_until, false);
         cp->pending = false;
     }
@@ -719,7 +728,11 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
     pid_t root = fork();
     if (root < 0) {
         rc = -errno;
-        if (periods.out) collect_periods_end(dir.data, &periods, &(collect_list_t){0});
+        if (periods.out) {
+            collect_list_t none = {0};
+            collect_periods_end(dir.data, &periods, &none);
+            free(none.items);
+        }
         sigprocmask(SIG_SETMASK, &old, NULL);
         collect_remove_dir(dir.data);
         sonde_buf_free(&dir);

@@ -161,8 +161,8 @@ void sonde_sampler_signal_terminate(sonde_sampler_t *s);
  * on_terminate and on_period callbacks). cwd resolves relative file
  * names. Returns 0 or -ENOMEM. */
 int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_t *prof);
-/* Starts a new period: empties the accumulators (their memory kept) and
- * the span tables. Sampler thread only (on_period), or after stop. */
+/* Starts a new period: empties the accumulators (their memory kept).
+ * Sampler thread only (on_period), or while it is paused or stopped. */
 void sonde_sampler_period_reset(sonde_sampler_t *s);
 /* Frees everything (after stop). */
 void sonde_sampler_free(sonde_sampler_t *s);

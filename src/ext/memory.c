@@ -285,11 +285,12 @@ static int memory_merge_timeline(sonde_timeline_t *dst, const sonde_timeline_t *
 }
 
 /* Adds the figures gathered so far to prof: elapsed is the time rates are
- * over, final_bytes the footprint at the end of that time. Called after
- * stop, or with the lock held while counting goes on (periods). Returns
- * 0 or -ENOMEM. */
+ * over, final_bytes the footprint at the end of that time; timelines: the
+ * lines' and the footprint's (a period's hand-over has none: they cover
+ * the whole run). Called after stop, or with the lock held while counting
+ * goes on (periods). Returns 0 or -ENOMEM. */
 static int memory_fill_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof,
-                               double elapsed, int64_t final_bytes)
+                               double elapsed, int64_t final_bytes, bool timelines)
 {
     char path[8192];
     bool grew = m->baseline_bytes > 0 ? (double)(final_bytes - m->baseline_bytes) >=
@@ -315,7 +316,8 @@ static int memory_fill_profile(sonde_memory_t *m, const char *cwd, sonde_profile
                 sonde_profile_line(prof, path, code->name, code->firstlineno, (int)lineno);
             if (!line) return -ENOMEM;
             memory_fill_line(m, acc, &line->mem, elapsed, grew);
-            if (memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0) return -ENOMEM;
+            if (timelines && memory_merge_timeline(&line->mem.timeline, &acc->timeline) < 0)
+                return -ENOMEM;
         }
     }
     prof->partial.dropped_samples += m->dropped + m->untracked;
@@ -332,7 +334,7 @@ static int memory_fill_profile(sonde_memory_t *m, const char *cwd, sonde_profile
         prof->max_footprint_lineno = (int)(uint32_t)m->max_footprint_key;
     }
     sonde_timeline_free(&prof->footprint);
-    return memory_merge_timeline(&prof->footprint, &m->footprint);
+    return timelines ? memory_merge_timeline(&prof->footprint, &m->footprint) : 0;
 }
 
 int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t *prof)
@@ -345,7 +347,7 @@ int sonde_memory_to_profile(sonde_memory_t *m, const char *cwd, sonde_profile_t 
         prof->elapsed_sec > 0
             ? prof->elapsed_sec
             : (double)((m->stop_ns ? m->stop_ns : sonde_prim_monotonic_ns()) - m->start_ns) / 1e9;
-    return memory_fill_profile(m, cwd, prof, elapsed, m->final_bytes);
+    return memory_fill_profile(m, cwd, prof, elapsed, m->final_bytes, true);
 }
 
 /* sonde_memory_period_to_profile's work, run with the shim's guard set. */
@@ -369,7 +371,7 @@ static void memory_period_guarded(void *arg)
                          : (double)(sonde_prim_monotonic_ns() - m->start_ns) / 1e9;
     int64_t now_bytes = m->shim_footprint();
     pthread_mutex_lock(&m->lock);
-    p->rc = memory_fill_profile(m, p->cwd, p->prof, elapsed, now_bytes);
+    p->rc = memory_fill_profile(m, p->cwd, p->prof, elapsed, now_bytes, false);
     for (size_t i = 0; i < m->lines_cap; i++) {
         sonde_memory_line_t *line = &m->lines[i];
         line->alloc_samples = 0;

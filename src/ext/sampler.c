@@ -688,9 +688,7 @@ int sonde_sampler_to_profile(sonde_sampler_t *s, const char *cwd, sonde_profile_
 
 void sonde_sampler_period_reset(sonde_sampler_t *s)
 {
-    sonde_accum_clear(&s->acc);
-    for (size_t i = 0; i < s->n_spans; i++)
-        sonde_accum_clear(&s->spans[i]);
+    sonde_accum_clear(&s->acc); /* (spans are reported at the end only: kept) */
     s->period_start_ns = sonde_prim_monotonic_ns();
     s->period_ticks0 = s->ticks;
 }

@@ -76,6 +76,7 @@ typedef struct sonde_session {
      * profile goes to the collector, the process's own included. */
     const _Atomic uint64_t *period_map;
     bool periods;              /* the directory has "period" (even when it could not be mapped) */
+    unsigned exec_pieces;      /* pieces handed over before an os.exec* (periods) */
     unsigned long start_ident; /* the thread that started the session */
     bool exec_paused;          /* threads paused for an os.exec* in progress */
 } sonde_session_t;
@@ -186,16 +187,21 @@ static int session_collect_path(const sonde_session_t *s, const char *suffix, so
 /* At start: "<stem>.live" in the collector's directory says that this
  * process is profiled; without a "<stem>.json" beside it at the end, the
  * collector counts the process as lost. Best effort. */
+static void session_collect_live(sonde_session_t *s)
+{
+    sonde_buf_t path = SONDE_BUF_INIT;
+    if (session_collect_path(s, ".live", &path) == 0) {
+        int fd = open(path.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
+    sonde_buf_free(&path);
+}
+
 static void session_collect_begin(sonde_session_t *s)
 {
     snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu-g%d", (int)getpid(),
              (unsigned long long)sonde_prim_monotonic_ns(), session_next_gen);
-    sonde_buf_t path = SONDE_BUF_INIT;
-    if (session_collect_path(s, ".live", &path) == 0) {
-        int fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd >= 0) close(fd);
-    }
-    sonde_buf_free(&path);
+    session_collect_live(s);
 }
 
 /* A process that writes its own report is no business of the collector's. */
@@ -269,8 +275,13 @@ static int session_build(sonde_session_t *s, sonde_profile_t *prof, bool period)
         return rc;
     if ((rc = sonde_gpu_to_profile(&s->gpu, prof)) < 0) return rc;
     if ((rc = session_process(s, prof)) < 0) return rc;
-    if ((rc = sonde_profile_finish(prof)) < 0) return rc;
-    if ((rc = sonde_cells_apply(&s->cells, prof)) < 0) return rc;
+    if (period) {
+        /* a period's hand-over: the collector reads the sources itself */
+        sonde_profile_sum(prof);
+    } else {
+        if ((rc = sonde_profile_finish(prof)) < 0) return rc;
+        if ((rc = sonde_cells_apply(&s->cells, prof)) < 0) return rc;
+    }
     prof->profile_all = s->opts.profile_all;
     prof->pid = (int)getpid();
     if (s->exit_known) sonde_profile_set_exit(prof, s->exit_status, s->exit_exception);
@@ -327,22 +338,78 @@ static void session_report_error(sonde_session_t *s, const char *what, int rc)
 
 /* ---- periods (sonde run --period) ------------------------------------------------- */
 
+/* Writes data as path in the collector's private directory: a temporary
+ * file beside it, then a rename (a reader never sees half of it), without
+ * fsync (the directory is private and temporary; this runs once a period
+ * on the sampler thread). Returns 0 or -errno. */
+static int session_write_private(const char *path, const void *data, size_t len)
+{
+    sonde_buf_t tmp = SONDE_BUF_INIT;
+    sonde_buf_printf(&tmp, "%s.tmp", path);
+    if (sonde_buf_error(&tmp)) return -ENOMEM;
+    int rc = 0;
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) rc = -errno;
+    if (rc == 0) rc = sonde_write_fd(fd, data, len);
+    if (fd >= 0 && close(fd) != 0 && rc == 0) rc = -errno;
+    if (rc == 0 && rename(tmp.data, path) != 0) rc = -errno;
+    if (rc < 0) unlink(tmp.data);
+    sonde_buf_free(&tmp);
+    return rc;
+}
+
+/* What session_period_piece does, for sonde_shim_guarded. */
+typedef struct session_piece {
+    sonde_session_t *s;
+    const char *suffix;
+    int rc;
+} session_piece_t;
+
+static void session_piece_work(void *arg)
+{
+    session_piece_t *p = arg;
+    sonde_session_t *s = p->s;
+    sonde_profile_t prof;
+    sonde_buf_t path = SONDE_BUF_INIT, json = SONDE_BUF_INIT;
+    sonde_profile_init(&prof);
+    p->rc = session_build(s, &prof, true);
+    if (p->rc == 0) p->rc = session_collect_path(s, p->suffix, &path);
+    if (p->rc == 0) p->rc = sonde_report_json(&prof, &json);
+    if (p->rc == 0) p->rc = sonde_buf_error(&json);
+    if (p->rc == 0) p->rc = session_write_private(path.data, json.data, json.len);
+    /* emptied only once handed over: else the next period has it too */
+    if (p->rc == 0) sonde_sampler_period_reset(&s->sampler);
+    sonde_buf_free(&json);
+    sonde_buf_free(&path);
+    sonde_profile_free(&prof);
+}
+
+/* Hands what was sampled since the last period over as "<stem><suffix>"
+ * and starts a new period (the counts are kept when it fails, so that the
+ * next period has them). With the memory profiler counting, all of it
+ * runs with the allocator shim's guard set: what it allocates and frees
+ * is neither sampled nor counted in the program's footprint. Sampler
+ * thread (on_period), or a Python thread with the sampler paused (before
+ * an exec). Returns 0 or -errno. */
+static int session_period_piece(sonde_session_t *s, const char *suffix)
+{
+    session_piece_t piece = {s, suffix, 0};
+    if (s->memory.running && s->memory.shim_guarded)
+        s->memory.shim_guarded(session_piece_work, &piece);
+    else
+        session_piece_work(&piece);
+    return piece.rc;
+}
+
 /* Runs on the sampler thread when the collector's period count moved to
  * count: what was sampled since the last period goes to
  * "<stem>.p<count>.json", and a new period starts. A profile that cannot
- * be written is left out (the collector then has nothing of this process
- * for that period); sampling goes on. */
+ * be written stays in the counts, for the next period; sampling goes on. */
 static void session_on_period(uint64_t count)
 {
-    sonde_session_t *s = &session;
-    sonde_profile_t prof;
     char suffix[48];
-    const char *what = "";
     snprintf(suffix, sizeof suffix, ".p%llu.json", (unsigned long long)count);
-    sonde_profile_init(&prof);
-    if (session_build(s, &prof, true) == 0) (void)session_hand_over(s, &prof, suffix, &what);
-    sonde_profile_free(&prof);
-    sonde_sampler_period_reset(&s->sampler);
+    (void)session_period_piece(&session, suffix);
 }
 
 /* Maps the collector's period count when its directory has one ("period":
@@ -355,9 +422,12 @@ static void session_period_open(sonde_session_t *s)
     if (!s->collect_dir) return;
     sonde_buf_printf(&path, "%s/period", s->collect_dir);
     if (sonde_buf_error(&path)) goto done;
+    /* periods whether or not it can be mapped: every profile then goes to
+     * the collector (never in pprof to stderr) */
+    if (access(path.data, F_OK) != 0) goto done;
+    s->periods = true;
     int fd = open(path.data, O_RDONLY | O_CLOEXEC);
     if (fd < 0) goto done;
-    s->periods = true;
     void *map = mmap(NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (map == MAP_FAILED) goto done;
@@ -631,7 +701,22 @@ void sonde_session_before_exec_gil(void)
     s->exec_paused = true;
     const char *what = "";
     PyThreadState *save = PyEval_SaveThread();
-    int rc = session_report(s, true, &what);
+    int rc = 0;
+    if (s->periods) {
+        /* With periods, what was sampled so far goes in as a piece of the
+         * period under way (under a stem of its own: this process may
+         * write that period's file too if the exec fails), and "<stem>.live"
+         * goes: the new image is a process of its own for the collector,
+         * and this one comes back only if the exec fails. */
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, "-x%u.p%llu.json", ++s->exec_pieces,
+                 (unsigned long long)s->sampler.period_seen);
+        rc = session_period_piece(s, suffix);
+        session_collect_unlink_live(s);
+        what = "hand the profile over";
+    } else {
+        rc = session_report(s, true, &what);
+    }
     PyEval_RestoreThread(save);
     if (rc < 0) session_report_error(s, what, rc);
 }
@@ -641,6 +726,8 @@ void sonde_session_after_exec_gil(void)
     sonde_session_t *s = &session;
     if (!s->exec_paused) return;
     s->exec_paused = false;
+    if (s->active && s->pid == getpid() && s->periods)
+        session_collect_live(s); /* the exec failed */
     if (s->active && s->pid == getpid()) session_resume_threads();
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define UPLOAD_SPY_NAME "sonde"
 #define UPLOAD_MIN_TIMEOUT_MS 100
@@ -156,6 +157,17 @@ void sonde_upload_free(struct sonde_upload *u)
     free(u);
 }
 
+/* libcurl's socket, made close-on-exec at once: `sonde run --period`
+ * forks and execs the program (and it its children) while this thread may
+ * be connecting, and a connection to the backend must not be inherited. */
+static curl_socket_t upload_open_socket(void *unused, curlsocktype purpose,
+                                        struct curl_sockaddr *addr)
+{
+    (void)unused;
+    (void)purpose;
+    return socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+}
+
 int sonde_upload_new(const sonde_upload_opts_t *opts, struct sonde_upload **out)
 {
     char err[160];
@@ -233,6 +245,7 @@ int sonde_upload_post(struct sonde_upload *u, const void *data, size_t len, uint
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, upload_discard);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, u->error);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, upload_open_socket);
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         if (why) snprintf(why, why_len, "%s", u->error[0] ? u->error : curl_easy_strerror(cc));

@@ -379,3 +379,53 @@ def test_pprof_lines_carry_each_process_pid(env):
           "the spin line's samples by pid: %r (parent %d)" % (by_pid, parent))
     for pid, ns in by_pid.items():
         check(0.2e9 <= ns <= 0.4e9, "pid %s: %.3f s on the line (0.3 s measured)" % (pid, ns / 1e9))
+
+
+FAILED_EXEC = """\
+    import json, os, sys, time
+    def before(sec):
+        end = time.thread_time() + sec
+        while time.thread_time() < end: pass  # @before
+    def after(sec):
+        end = time.thread_time() + sec
+        while time.thread_time() < end: pass  # @after
+    c0 = time.thread_time()
+    before(0.6)
+    a = time.thread_time() - c0
+    junk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "junk.bin")
+    with open(junk, "wb") as f:
+        f.write(b"\\x01\\x02 not a program")
+    os.chmod(junk, 0o755)
+    try:
+        os.execv(junk, [junk])
+    except OSError as e:
+        failed = e.errno
+    c0 = time.thread_time()
+    after(0.6)
+    b = time.thread_time() - c0
+    print(json.dumps({"before": a, "after": b, "errno": failed}), flush=True)
+    """
+
+
+def test_run_period_failed_exec(env):
+    """An os.execv that fails (ENOEXEC) between two phases under --period:
+    what was sampled before it is handed over once (no period has it
+    twice), and the process goes on being followed: over all periods each
+    phase's calling line has the CPU time its process measured, within
+    10 %."""
+    script = env.write("failed_exec.py", FAILED_EXEC)
+    marks = marked_lines(script)
+    periods_dir = os.path.join(env.tmp, "periods_exec")
+    proc = env.run_sonde(["run", "--virtual-time", "--period", "0.3", "--period-dir",
+                          periods_dir, "--keep", "1000", script], timeout=120)
+    check(proc.returncode == 0, "exit %d: %s" % (proc.returncode, proc.stderr[-3000:]))
+    truth = json.loads(proc.stdout.strip().splitlines()[-1])
+    check(truth["errno"] == 8, "the exec did not fail with ENOEXEC: %r" % truth)
+    periods = _periods(periods_dir)
+    notes = []
+    for mark in ("before", "after"):
+        total = sum(_line_ns(p, script, marks[mark]) for _, _, p in periods) / 1e9
+        check(abs(total - truth[mark]) <= 0.1 * truth[mark],
+              "line %s: %.3f s over the periods, %.3f s measured" % (mark, total, truth[mark]))
+        notes.append("%s %.3f/%.3f s" % (mark, total, truth[mark]))
+    return "%d periods; %s" % (len(periods), ", ".join(notes))
