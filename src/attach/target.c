@@ -331,14 +331,15 @@ static void target_thread_tick(sonde_atarget_t *t, const sonde_attach_opts_t *op
         sonde_accum_charge_answer(&t->acc, th->line_key, view.run_ns, answer, th->in_call,
                                   system_ns);
     }
-    /* the stack's wall time is of one kind: running (in native code
-     * called from the line, or bytecode: the native rule's answer, as for
-     * the line; without one, whether the instruction is a call), else
-     * blocked */
-    bool native = answer > 0 || (answer < 0 && th->in_call);
-    int kind = !view.running ? SONDE_KIND_SYSTEM : native ? SONDE_KIND_NATIVE : SONDE_KIND_PYTHON;
-    if (keep_stack && th->depth > 0) /* out of memory: counted as dropped */
-        sonde_accum_add_stack_kind(&t->acc, th->slot, th->stack, th->depth, 1, wall, kind);
+    /* the stack's wall time: running (native code called from the line,
+     * or bytecode, as the native rule answered and as the line's time is
+     * charged), else blocked */
+    if (keep_stack && th->depth > 0 && view.running) /* out of memory: counted as dropped */
+        sonde_accum_add_stack_answer(&t->acc, th->slot, th->stack, th->depth, th->line_key, wall,
+                                     answer, th->in_call, 0);
+    else if (keep_stack && th->depth > 0)
+        sonde_accum_add_stack_kind(&t->acc, th->slot, th->stack, th->depth, 1, wall,
+                                   SONDE_KIND_SYSTEM);
 }
 
 /* Whether the process has exited (gone, or a zombie waiting to be reaped). */

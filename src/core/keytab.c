@@ -58,3 +58,16 @@ void *sonde_keytab_get(void **slots, size_t *cap, size_t *used, size_t entry_siz
     }
     return entry;
 }
+
+void *sonde_keytab_find(void *slots, size_t cap, size_t entry_size, uint64_t key)
+{
+    if (!slots || !cap || !key) return NULL;
+    char *base = slots;
+    size_t j = keytab_hash(key) & (cap - 1);
+    uint64_t at;
+    for (size_t n = 0; n < cap && (at = keytab_key(base, entry_size, j)); n++) {
+        if (at == key) return base + j * entry_size;
+        j = (j + 1) & (cap - 1);
+    }
+    return NULL;
+}

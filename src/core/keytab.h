@@ -24,4 +24,8 @@
 void *sonde_keytab_get(void **slots, size_t *cap, size_t *used, size_t entry_size,
                        size_t initial_cap, uint64_t key);
 
+/* The entry of key in the table, or NULL when it has none (or no table).
+ * Pure. */
+void *sonde_keytab_find(void *slots, size_t cap, size_t entry_size, uint64_t key);
+
 #endif

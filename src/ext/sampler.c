@@ -358,22 +358,16 @@ static int sampler_locate(sonde_sampler_t *s, sonde_sampler_thread_t *t, uint64_
  * sleep between two ticks looks the same and is never reported as a wait). */
 #define SAMPLER_RUNQ_AHEAD_MAX 4
 
-/* Adds the sample's stack: run_ns as Python or native time (the native
- * rule's answer, as the line's time is charged; without one, whether the
- * innermost instruction is a call), system_ns as system time; one
- * sample. */
+/* Adds the sample's stack (innermost line key): run_ns as the native
+ * rule answered, as the line's time is charged (sonde_accum_add_stack_answer),
+ * system_ns as system time; one sample. */
 static void sampler_add_stack(sonde_sampler_t *s, const struct sonde_sampler_thread *t,
-                              const sonde_walk_t *walk, int answer, bool in_call, sonde_ns_t run_ns,
-                              sonde_ns_t system_ns)
+                              const sonde_walk_t *walk, uint64_t key, int answer, bool in_call,
+                              sonde_ns_t run_ns, sonde_ns_t system_ns)
 {
     uint32_t slot = sonde_accum_slot(&s->acc, t->key.tid);
-    bool native = answer > 0 || (answer < 0 && in_call);
-    int run_kind = native ? SONDE_KIND_NATIVE : SONDE_KIND_PYTHON;
-    if (run_ns || !system_ns)
-        sonde_accum_add_stack_kind(&s->acc, slot, walk->frames, walk->depth, 1, run_ns, run_kind);
-    if (system_ns)
-        sonde_accum_add_stack_kind(&s->acc, slot, walk->frames, walk->depth, run_ns ? 0 : 1,
-                                   system_ns, SONDE_KIND_SYSTEM);
+    (void)sonde_accum_add_stack_answer(&s->acc, slot, walk->frames, walk->depth, key, run_ns,
+                                       answer, in_call, system_ns);
 }
 
 /* One thread's share of a tick. */
@@ -468,7 +462,7 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
          * right, the stack would start at the generator; not kept. */
         s->acc.partial.failed_reads++;
     else if (s->record_stacks && walk.depth > 0) /* out of memory: counted as dropped */
-        sampler_add_stack(s, t, &walk, answer, in_call, run_ns, system_ns);
+        sampler_add_stack(s, t, &walk, key, answer, in_call, run_ns, system_ns);
 }
 
 static void sampler_tick(sonde_sampler_t *s)

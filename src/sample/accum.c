@@ -219,6 +219,38 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
     return 0;
 }
 
+int sonde_accum_add_stack_answer(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                                 uint32_t depth, sonde_aframe_t key, sonde_ns_t run_ns, int answer,
+                                 bool in_call, sonde_ns_t system_ns)
+{
+    sonde_ns_t native = answer > 0 ? run_ns : 0;
+    if (answer < 0) {
+        const sonde_line_acc_t *line =
+            sonde_keytab_find(acc->lines, acc->lines_cap, sizeof *acc->lines, key);
+        uint64_t answers = line ? (uint64_t)line->native_answers + line->python_answers : 0;
+        if (answers)
+            native = (sonde_ns_t)((double)run_ns * line->native_answers / (double)answers + 0.5);
+        else
+            native = in_call ? run_ns : 0;
+    }
+    sonde_ns_t python = run_ns - native;
+    int rc = 0;
+    if (run_ns || !system_ns) {
+        /* one sample, counted with the larger part */
+        bool native_counts = native && native >= python;
+        if (native)
+            rc = sonde_accum_add_stack_kind(acc, thread, frames, depth, native_counts ? 1 : 0,
+                                            native, SONDE_KIND_NATIVE);
+        if (rc == 0 && (python || !native))
+            rc = sonde_accum_add_stack_kind(acc, thread, frames, depth, native_counts ? 0 : 1,
+                                            python, SONDE_KIND_PYTHON);
+    }
+    if (rc == 0 && system_ns)
+        rc = sonde_accum_add_stack_kind(acc, thread, frames, depth, run_ns ? 0 : 1, system_ns,
+                                        SONDE_KIND_SYSTEM);
+    return rc;
+}
+
 int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
                           uint32_t depth, uint64_t samples, sonde_ns_t ns)
 {

@@ -432,6 +432,14 @@ int sonde_accum_add_stack(sonde_accum_t *acc, uint32_t thread, const sonde_afram
                           uint32_t depth, uint64_t samples, sonde_ns_t ns);
 /* The same with the time split by kind: kind (SONDE_KIND_*) gets ns, the
  * sampler's and attach reader's stacks (the pprof writer labels them). */
+/* One sample of a stack whose innermost line is key: run_ns as the
+ * native rule answered (1 native, 0 Python; -1: shared out by the line's
+ * answers so far, as sonde_line_split shares the line's own unanswered
+ * time; before any, native on a call instruction), system_ns as system
+ * time. Call after the line was charged. Returns 0 or -ENOMEM. */
+int sonde_accum_add_stack_answer(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
+                                 uint32_t depth, sonde_aframe_t key, sonde_ns_t run_ns, int answer,
+                                 bool in_call, sonde_ns_t system_ns);
 int sonde_accum_add_stack_kind(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
                                uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind);
 

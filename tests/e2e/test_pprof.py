@@ -407,15 +407,13 @@ KINDS_PROGRAM = """
         a, b = 7 ** 40000, 3 ** 40000
         end = time.thread_time() + seconds
         while time.thread_time() < end:
-            for _ in range(20):
-                c = a * b  # @mul
+            for _ in range(20): c = a * b  # @mul
 
     def python_loop(seconds):
         end = time.thread_time() + seconds
         while time.thread_time() < end:
             x = 0
-            for i in range(3000):
-                x += i  # @loop
+            for i in range(3000): x += i  # @loop
 
     operator_line(0.8)
     python_loop(0.8)
@@ -425,7 +423,8 @@ KINDS_PROGRAM = """
 def test_stack_kinds_follow_lines(env):
     """With --stacks the stacks' split into Python and native (pprof's kind
     label) is the native rule's, as the lines' is: a big-integer product
-    (an operator: native code with no call instruction) and a pure loop;
+    (an operator: native code with no call instruction) and a pure loop,
+    each loop on one line so that the line has most of the 0.8 s;
     for each line the stacks ending there have the line's native share
     within 10 points, and the product is mostly native."""
     script = env.write("kinds.py", KINDS_PROGRAM)

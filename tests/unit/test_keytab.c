@@ -78,8 +78,30 @@ static void test_small(void)
     free(slots);
 }
 
+/* find: what get made, never creates; NULL for a missing key or table. */
+static void test_find(void)
+{
+    small_entry_t *slots = NULL;
+    size_t cap = 0, used = 0;
+    for (uint64_t key = 1; key <= 50; key++) {
+        small_entry_t *e = sonde_keytab_get((void **)&slots, &cap, &used, sizeof *slots, 4, key);
+        if (e) e->hits = key;
+    }
+    bool ok = true;
+    for (uint64_t key = 1; key <= 50 && ok; key++) {
+        small_entry_t *e = sonde_keytab_find(slots, cap, sizeof *slots, key);
+        ok = e && e->hits == key;
+    }
+    check(ok && !sonde_keytab_find(slots, cap, sizeof *slots, 51) &&
+              !sonde_keytab_find(slots, cap, sizeof *slots, 0) &&
+              !sonde_keytab_find(NULL, 0, sizeof *slots, 3) && used == 50,
+          "keytab_find", "used %zu", used);
+    free(slots);
+}
+
 int main(void)
 {
+    test_find();
     test_big();
     test_small();
     return check_exit_code();
