@@ -315,7 +315,7 @@ def main():
         if first and (not args.k or args.k.startswith("unit")):
             run_unit_tests(build_dir, results, san_log)
         env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT,
-                        sanitize=args.sanitize)
+                        sanitize=args.sanitize, cc=args.cc)
         for mod_name, mod, tests in modules:
             if getattr(mod, "ONCE", False) and not first:
                 continue

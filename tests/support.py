@@ -52,6 +52,10 @@ def loaded_runs_here(env):
     oldest supported (3.8), Debian's /usr/bin/python3 and the newest
     supported (src/pyread/pyversions.h; in CI Debian unstable's, in the
     chroot of tests/run.py)."""
+    if env.cc:
+        # a second compiler's run (tests/run.py --cc): make test's gcc
+        # matrix has made this interpreter's repeated and loaded runs
+        return False
     lo, hi = _supported_minors()
     minor = tuple(env.version[:2])
     return minor <= (3, lo) or minor >= (3, hi) or env.python == "/usr/bin/python3"
@@ -60,8 +64,10 @@ def loaded_runs_here(env):
 class Env:
     """One interpreter's view of the build, plus a private temp directory."""
 
-    def __init__(self, name, python, version, build, root, sanitize=False):
+    def __init__(self, name, python, version, build, root, sanitize=False, cc=""):
         self.name = name
+        # the C compiler of a --cc run ("" for make's default)
+        self.cc = cc
         # built with ASan and UBSan (tests/run.py --sanitize)
         self.sanitize = sanitize
         self.python = python
