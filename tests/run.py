@@ -5,7 +5,7 @@ Builds sonde once per installed CPython (build/test/<name>/), runs the C unit
 tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
-    python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-j N] [-v]
+    python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-v]
                          [--no-chroot] [--cc COMPILER] [--werror] [--sanitize]
 
 Run as root with the Debian archive reachable, it also runs the whole suite
@@ -256,8 +256,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="run only tests whose module.name contains this")
     ap.add_argument("--python", action="append", default=[], help="only these interpreters")
-    ap.add_argument("-j", type=int, default=1, help="run tests of one interpreter in parallel "
-                    "(accuracy tests always run alone)")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--no-chroot", action="store_true",
                     help="do not test Debian unstable's interpreters in the chroot")
