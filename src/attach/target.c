@@ -278,6 +278,8 @@ static int target_watch(sonde_atarget_t *t, struct sonde_athread *th, sonde_ns_t
                                 .tstate = th->key.tstate,
                                 .cpu_ns = target_watch_cpu,
                                 .gc_touched = NULL, /* not readable from here */
+                                /* another process's CPUs: no confirmation */
+                                .resume = NULL,
                                 .arg = th,
                                 .budget_ns = watch_until - now};
     return sonde_native_watch(&sonde_native_rule_coarse, &how, &ref);

@@ -310,6 +310,14 @@ static bool sampler_watch_gc(void *arg)
     return sampler_gc_touched(watch->tstate, watch->gc_starts0, watch->gc_running0);
 }
 
+/* Every CPU running one of the process's threads, the watched one's among
+ * them, has run since the call began (src/sample/native.c: stalls). */
+static int sampler_watch_resume(void *arg)
+{
+    (void)arg;
+    return sonde_prim_cpus_resume();
+}
+
 /* Whether a running thread is executing native code: 1 native, 0 Python,
  * -1 no answer (sonde_native_watch). */
 static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
@@ -325,6 +333,7 @@ static int sampler_stays_native(sonde_sampler_t *s, uint64_t tstate, pid_t tid,
                                 .tstate = tstate,
                                 .cpu_ns = sampler_watch_cpu,
                                 .gc_touched = sampler_watch_gc,
+                                .resume = sampler_watch_resume,
                                 .arg = &watch,
                                 .budget_ns = SAMPLER_NATIVE_BUDGET_NS};
     return sonde_native_watch(&sonde_native_rule_exact, &how, w);

@@ -5,7 +5,8 @@
  * on another thread from one blocked on I/O, the kept-open reader of
  * /proc/.../task/TID files and the schedstat parser that remote.c shares
  * (prim_internal.h), the path of the executable,
- * the terminal width, the umask, the futex word that wakes sonde's worker
+ * the terminal width, the umask, the interrupt that proves every CPU of the
+ * process runs (membarrier), the futex word that wakes sonde's worker
  * threads (sampler, GPU reader), the descriptors sonde keeps inside the
  * profiled process (never 0-2, and checked (device and inode) before each
  * use, since the program may close and reuse any number), and for the
@@ -21,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,6 +98,21 @@ void sonde_prim_forget_joined_thread(pid_t tid, sonde_prim_wake_t *wake)
 pid_t sonde_prim_gettid(void)
 {
     return (pid_t)syscall(SYS_gettid);
+}
+
+int sonde_prim_cpus_resume(void)
+{
+#ifdef SYS_membarrier
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return 0;
+    if (errno != EPERM) return -errno;
+    /* Not registered yet (or no longer: a forked child's address space
+     * starts unregistered): registering is idempotent and per process. */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+        return -errno;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ? 0 : -errno;
+#else
+    return -ENOSYS;
+#endif
 }
 
 /* ---- wake-ups ------------------------------------------------------------------- */

@@ -28,6 +28,14 @@ void sonde_prim_set_timer_slack(sonde_ns_t ns);
 int sonde_prim_pin_self_to_cpu(int cpu);
 /* Kernel id of the calling thread. */
 pid_t sonde_prim_gettid(void);
+/* Returns once every CPU that runs a thread of this process has taken an
+ * interrupt sent by this call: a CPU that a virtual machine's host had
+ * stopped has run again by then (membarrier(2), PRIVATE_EXPEDITED; the
+ * process is registered for it on first use). Costs each such CPU an
+ * interrupt of a few microseconds, and nothing else. Returns 0, or -errno
+ * (-ENOSYS, -EINVAL, -EPERM: not available here, as under a seccomp filter
+ * that refuses the call). */
+int sonde_prim_cpus_resume(void);
 
 /* The wake-up of one of sonde's worker threads (sampler, GPU reader): the
  * worker sleeps in sonde_prim_wake_wait, anyone may signal it. A futex

@@ -319,7 +319,9 @@ typedef struct sonde_native_rule {
                               a later one gives no answer */
     sonde_ns_t nap_ns;     /* sleep between looks at a thread that has not run */
     sonde_ns_t confirm_ns; /* after the proof, sleep this long and prove it
-                              again (0: no confirmation) */
+                              again (0: no confirmation); then, where the
+                              watch can resume the thread's CPU, resume it
+                              and prove it a third time */
     bool coarse_clock;     /* the CPU clock moves in lumps (scheduler ticks) */
 } sonde_native_rule_t;
 
@@ -337,7 +339,12 @@ typedef struct sonde_native_watch {
     /* Whether a garbage collection ran in the thread since the watch was
      * prepared (NULL: collections are not seen, and judged as C code). */
     bool (*gc_touched)(void *arg);
-    void *arg;            /* borrowed; passed to both */
+    /* Returns once the thread's CPU has surely run since the call began
+     * (a virtual machine's host may stop a CPU for milliseconds while the
+     * guest goes on counting its thread's CPU time): 0, or -errno when it
+     * cannot tell. NULL: it cannot (another process's threads). */
+    int (*resume)(void *arg);
+    void *arg;            /* borrowed; passed to all three */
     sonde_ns_t budget_ns; /* wall time spent looking, at most */
 } sonde_native_watch_t;
 

@@ -14,7 +14,9 @@
  * count of a warm walk. Prints "PASS name" / "FAIL name: detail"; exits 1 on
  * any failure.
  */
+#include "prim/prim.h"
 #include "pyread/pyread_internal.h"
+#include "sample/sample.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -173,16 +175,9 @@ static uint64_t make_code(const sonde_pyoffsets_t *off, const char *file, const 
     return code;
 }
 
-/* A frame executing code unit `unit` (-1: not started; for 3.11/3.12 the
- * pointer sits on the last unit of the instruction when `on_cache`). */
-static uint64_t make_frame(const sonde_pyoffsets_t *off, uint64_t code, uint64_t back, int unit,
-                           int owner)
+/* Sets the code unit a frame of `code` executes (-1: not started). */
+static void put_frame_unit(const sonde_pyoffsets_t *off, uint64_t frame, uint64_t code, int unit)
 {
-    uint64_t frame = alloc_obj(OBJ_BYTES);
-    put64(frame, off->frame_back, back);
-    /* 3.14+: a tagged _PyStackRef (deferred reference: low bit set) */
-    put64(frame, off->frame_code, code | (off->frame_code_tag_bits & 1));
-    put8(frame, off->frame_owner, (uint8_t)owner);
     switch (off->instr_kind) {
     case SONDE_PYINSTR_LASTI_BYTES:
         put32(frame, off->frame_instr, (uint32_t)(unit < 0 ? -1 : 2 * unit));
@@ -195,6 +190,19 @@ static uint64_t make_frame(const sonde_pyoffsets_t *off, uint64_t code, uint64_t
               code + (uint64_t)off->code_code_adaptive + (uint64_t)(2 * (int64_t)unit));
         break;
     }
+}
+
+/* A frame executing code unit `unit` (-1: not started; for 3.11/3.12 the
+ * pointer sits on the last unit of the instruction when `on_cache`). */
+static uint64_t make_frame(const sonde_pyoffsets_t *off, uint64_t code, uint64_t back, int unit,
+                           int owner)
+{
+    uint64_t frame = alloc_obj(OBJ_BYTES);
+    put64(frame, off->frame_back, back);
+    /* 3.14+: a tagged _PyStackRef (deferred reference: low bit set) */
+    put64(frame, off->frame_code, code | (off->frame_code_tag_bits & 1));
+    put8(frame, off->frame_owner, (uint8_t)owner);
+    put_frame_unit(off, frame, code, unit);
     return frame;
 }
 
@@ -327,6 +335,115 @@ static void walk(sonde_pyproc_t *proc, uint64_t tstate, struct walked *out)
     out->depth = it.depth;
 }
 
+/* ---- the Python/native rule (src/sample/native.c) over thread 0 ------------- */
+
+/* What the watched thread does while the rule looks at it. Its CPU clock
+ * runs with the wall clock in every case: in native code, in bytecode,
+ * and on a virtual CPU the host has stopped (the guest still counts it). */
+enum fake_mode {
+    FAKE_NATIVE,   /* stays on its instruction: in C code */
+    FAKE_BYTECODE, /* moves between looks */
+    FAKE_STALL,    /* stands still until its CPU runs again (resume), then
+                      moves: bytecode on a stopped virtual CPU */
+};
+
+struct fake_thread {
+    const sonde_pyoffsets_t *off;
+    uint64_t frame, code;
+    int unit, other_unit; /* where it stands, where it moves to */
+    enum fake_mode mode;
+    int resumes;
+    int resume_rc; /* what resume returns */
+};
+
+static void fake_move(struct fake_thread *t)
+{
+    int to = t->other_unit;
+    t->other_unit = t->unit;
+    t->unit = to;
+    put_frame_unit(t->off, t->frame, t->code, t->unit);
+}
+
+static int fake_cpu(void *arg, sonde_ns_t *ns)
+{
+    struct fake_thread *t = arg;
+    if (t->mode == FAKE_BYTECODE) fake_move(t); /* the next look sees it moved */
+    *ns = sonde_prim_monotonic_ns();
+    return 0;
+}
+
+static int fake_resume(void *arg)
+{
+    struct fake_thread *t = arg;
+    t->resumes++;
+    if (t->mode == FAKE_STALL && t->resume_rc == 0) fake_move(t);
+    return t->resume_rc;
+}
+
+/* The rule's answer for thread 0 (frame A) behaving as `mode`. */
+static int fake_watch(sonde_pyproc_t *proc, const struct world *w, struct fake_thread *t,
+                      enum fake_mode mode, int resume_rc)
+{
+    sonde_pyframe_iter_t it;
+    sonde_walk_t walk;
+    memset(&walk, 0, sizeof walk);
+    if (sonde_pyframe_iter_begin(proc, w->t0, &it) != 0 ||
+        sonde_pyframe_iter_next(&it, &walk.innermost) != 1)
+        return -100;
+    walk.have_innermost = true;
+    walk.innermost_addr = it.frame_addr;
+    t->mode = mode;
+    t->resumes = 0;
+    t->resume_rc = resume_rc;
+    sonde_native_watch_t how = {.proc = proc,
+                                .tstate = w->t0,
+                                .cpu_ns = fake_cpu,
+                                .resume = fake_resume,
+                                .arg = t,
+                                .budget_ns = 20000000};
+    int answer = sonde_native_watch(&sonde_native_rule_exact, &how, &walk);
+    return answer;
+}
+
+static void check_native_rule(const sonde_pyoffsets_t *off, sonde_pyproc_t *proc,
+                              const struct world *w, int a_unit)
+{
+    char detail[128];
+    struct fake_thread t = {
+        .off = off, .frame = w->frame_a, .code = w->code_x, .unit = a_unit, .other_unit = 0};
+    int answer = fake_watch(proc, w, &t, FAKE_NATIVE, 0);
+    snprintf(detail, sizeof detail, "answer %d, %d resumes", answer, t.resumes);
+    check(answer == 1 && t.resumes == 1, "native rule: C code that stays is native", detail);
+
+    put_frame_unit(off, w->frame_a, w->code_x, a_unit);
+    t.unit = a_unit;
+    t.other_unit = 0;
+    answer = fake_watch(proc, w, &t, FAKE_BYTECODE, 0);
+    snprintf(detail, sizeof detail, "answer %d", answer);
+    check(answer == 0, "native rule: a frame that moves at once is bytecode", detail);
+
+    /* The defect of issue #32: a pure-bytecode loop read up to 31 % native
+     * when the host stopped the program's virtual CPU for longer than the
+     * confirmation. Before the rule resumed the CPU, this answered 1. */
+    put_frame_unit(off, w->frame_a, w->code_x, a_unit);
+    t.unit = a_unit;
+    t.other_unit = 0;
+    answer = fake_watch(proc, w, &t, FAKE_STALL, 0);
+    snprintf(detail, sizeof detail, "answer %d, %d resumes", answer, t.resumes);
+    check(answer == -1 && t.resumes == 1,
+          "native rule: bytecode on a stopped CPU, moving once resumed, is not native", detail);
+
+    /* Where the CPU cannot be resumed (membarrier refused), the confirmed
+     * proof stands, as before. */
+    put_frame_unit(off, w->frame_a, w->code_x, a_unit);
+    t.unit = a_unit;
+    t.other_unit = 0;
+    answer = fake_watch(proc, w, &t, FAKE_STALL, -ENOSYS);
+    snprintf(detail, sizeof detail, "answer %d", answer);
+    check(answer == 1, "native rule: no resume available keeps the confirmed answer", detail);
+    put_frame_unit(off, w->frame_a, w->code_x, a_unit);
+}
+
 static void check_layout(const sonde_pyoffsets_t *off)
 {
     struct world w;
@@ -397,6 +514,8 @@ static void check_layout(const sonde_pyoffsets_t *off)
     check(x && y && strcmp(x->filename, "/src/x.py") == 0 && strcmp(x->name, want_name) == 0 &&
               x->firstlineno == 10 && x->addr == w.code_x && strcmp(y->filename, "/src/y.py") == 0,
           "code facts (qualname from 3.11)", x ? x->name : "no code");
+    check_native_rule(off, &proc, &w,
+                      off->instr_kind == SONDE_PYINSTR_PREV_PTR ? 1 + off->cache_units[call] : 1);
 
     reads0 = proc.mem.reads;
     walk(&proc, w.t0, &got);
