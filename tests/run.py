@@ -5,7 +5,7 @@ Builds sonde once per installed CPython (build/test/<name>/), runs the C unit
 tests, then every end-to-end test in tests/e2e/test_*.py against every
 interpreter, and ends with the line `N passed, N failed`.
 
-    python3 tests/run.py [-k SUBSTRING] [--python NAME_OR_PATH] [-v]
+    python3 tests/run.py [-k SUBSTRING]... [--python NAME_OR_PATH] [-v]
                          [--no-chroot] [--cc COMPILER] [--werror] [--sanitize]
 
 Run as root with the Debian archive reachable, it also runs the whole suite
@@ -79,7 +79,7 @@ def build(name, python, cc="", werror=False, sanitize=False):
     return ok, os.path.join(ROOT, build_dir), detail, time.time() - t0
 
 
-def load_modules(pattern):
+def load_modules(patterns):
     mods = []
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "e2e", "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
@@ -88,8 +88,8 @@ def load_modules(pattern):
         spec.loader.exec_module(mod)
         tests = [(n, f) for n, f in sorted(vars(mod).items())
                  if n.startswith("test_") and callable(f)]
-        if pattern:
-            tests = [(n, f) for n, f in tests if pattern in name + "." + n]
+        if patterns:
+            tests = [(n, f) for n, f in tests if any(p in name + "." + n for p in patterns)]
         if tests:
             mods.append((name, mod, tests))
     return mods
@@ -217,8 +217,8 @@ def run_in_chroot(args, results):
         for ver in CHROOT_PYTHONS:
             inner = ["python" + ver, "tests/run.py", "--inside-chroot", "--no-chroot",
                      "--python", "/usr/bin/python" + ver]
-            if args.k:
-                inner += ["-k", args.k]
+            for k in args.k:
+                inner += ["-k", k]
             if args.v:
                 inner.append("-v")
             cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in inner)
@@ -254,7 +254,8 @@ def main():
     # tests compare with python as a terminal starts it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser()
-    ap.add_argument("-k", default="", help="run only tests whose module.name contains this")
+    ap.add_argument("-k", action="append", default=[],
+                    help="run only tests whose module.name contains this (repeatable: any of them)")
     ap.add_argument("--python", action="append", default=[], help="only these interpreters")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--no-chroot", action="store_true",
@@ -310,7 +311,7 @@ def main():
             if support.ENV_BEFORE_SANITIZER is None:
                 support.ENV_BEFORE_SANITIZER = dict(os.environ)
             os.environ.update(sanitizer_env(args.cc, san_log))
-        if first and (not args.k or args.k.startswith("unit")):
+        if first and (not args.k or any(k.startswith("unit") for k in args.k)):
             run_unit_tests(build_dir, results, san_log)
         env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT,
                         sanitize=args.sanitize, cc=args.cc)
