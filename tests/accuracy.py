@@ -34,10 +34,10 @@ import statistics
 
 # The chance of one or more false failures in a whole make test.
 FAMILY_ALPHA = 0.01
-# An upper bound on the accuracy assertions one make test makes: about 60
-# per interpreter in the CPU, memory, attach and children tests, their
-# conditions and repeats (the oldest, Debian's and the newest interpreter
-# repeat theirs: up to 10 runs), on 10 interpreters; counted generously.
+# An upper bound on the accuracy assertions one make test makes: at most
+# about 150 per interpreter in the CPU, memory, attach, children and pprof
+# tests with their conditions and repeats (the oldest, Debian's and the
+# newest interpreter repeat theirs), on 10 interpreters; doubled for margin.
 ASSERTIONS = 3000
 ALPHA = FAMILY_ALPHA / ASSERTIONS
 # Two-sided normal quantile at ALPHA.
@@ -176,3 +176,101 @@ def check(bound):
     if not bound.ok:
         raise AssertionError(bound.note)
     return bound.note
+
+
+# ---- memory ------------------------------------------------------------
+# Memory: the variance model of `sonde run --memory`'s sampled figures.
+#
+# Variance models of `sonde run --memory`'s sampled figures, for the bounds
+# of tests/accuracy.py (the memory tests' additions to it).
+#
+# How sonde samples (src/shim/shim_internal.h, heap.c, pymem.c): marks fall
+# on the bytes each thread requests (malloc and its family, and Python's
+# allocator domains) as a Poisson process of mean `mean` (--memory-sample,
+# default 512 KiB); a block of s bytes holds one with probability
+# p = 1 - e^-x, x = s / mean, and is then charged its expected weight s / p
+# (one sample, however many marks fell in it). A line's n_mallocs is its
+# number of samples, n_malloc_mb the sum of their weights (MiB), n_live_mb
+# that of the samples not yet freed (a freed sample takes its own weight
+# back: exact), alloc_objects the sum of weight / size, n_python_fraction
+# the weight of its Python-domain samples over n_malloc_mb.
+#
+# So the estimate of N blocks of s bytes is unbiased with variance
+# N s^2 (1 - p) / p = truth x unit, unit = mean x / (e^x - 1): the
+# estimate is a Poisson count of samples each worth `unit` (byte_unit). For
+# blocks much smaller than the mean, unit -> mean (each sample stands for
+# about mean bytes); for blocks much larger, unit -> 0 (every block is
+# sampled and charged its size: exact, and a fixed small tolerance is right
+# there). The "samples" of a count_near note are truth-equivalent counts
+# (estimate / unit); a test states n_mallocs beside them.
+
+
+MIB = 1 << 20
+# The default --memory-sample (src/launch/options.h).
+MEAN = 512 << 10
+
+
+def byte_unit(size, mean=MEAN):
+    """MiB per effective Poisson sample for blocks of `size` bytes sampled
+    at `mean`: mean x / (e^x - 1), x = size / mean."""
+    x = size / mean
+    return (mean * x / math.expm1(x) if x > 0 else mean) / MIB
+
+
+def count_to_catch(defect_ratio, allowance_rel):
+    """The fewest effective samples (truth / unit) at which an estimate of
+    defect_ratio x truth, observed exactly, gives a Poisson interval that
+    excludes truth x (1 -+ allowance_rel): the counterpart of
+    samples_to_catch for count_near."""
+    n = 1
+    while n < 10 ** 7:
+        lo, hi = poisson_interval(n * defect_ratio)
+        if (defect_ratio < 1 and hi < n * (1 - allowance_rel)) or \
+                (defect_ratio > 1 and lo > n * (1 + allowance_rel)):
+            return n
+        n = n + max(1, n // 8)
+    return n
+
+
+def count_at_most(what, estimate, unit, limit):
+    """A figure whose truth is at most `limit` (often about 0: the live
+    bytes of a line that freed everything it made, other lines' share):
+    fails when the whole interval of the Poisson count, scaled by unit,
+    lies above limit."""
+    count = estimate / unit if unit > 0 else 0.0
+    lo, hi = poisson_interval(count)
+    ok = lo * unit <= limit
+    return Bound(ok, "%s %.4g of about %d samples (interval %.4g-%.4g at %.1e), truth "
+                          "at most %.4g" % (what, estimate, round(count), lo * unit, hi * unit,
+                                            ALPHA, limit))
+
+
+def bytes_near(what, estimate, size, truth, allowance_rel, defect_ratio, mean=MEAN, n=None):
+    """The usual memory check: an estimate (MiB, or objects with size in
+    objects' bytes scaled by the caller) made of blocks of `size` bytes
+    sampled at `mean`, against truth x (1 +- allowance_rel); first makes
+    sure its samples suffice to catch an estimate of defect_ratio x truth
+    (need_samples). n: the line's n_mallocs, added to the note. Returns the
+    note."""
+    unit = byte_unit(size, mean)
+    need_samples(what, round(truth / unit), count_to_catch(defect_ratio, allowance_rel))
+    note = check(count_near(what, estimate, unit, truth, allowance_rel))
+    return note if n is None else "%s, n_mallocs %d" % (note, n)
+
+
+def copy_near(what, estimate, truth, spacing, allowance_rel):
+    """Copy volume (src/shim/copy.c): marks are a Poisson process of mean
+    `spacing` over the bytes copied, each charging the spacing that ends at
+    it to the line it falls in. A line that does (nearly) all the copying
+    is charged exactly what it copied, but for its two ends: the spacing
+    that ends at its first mark began before its first copy (+), the bytes
+    after its last mark are not charged (-), each at most an exponential of
+    mean spacing. So the error lies within +- spacing x ln(2 / ALPHA) at the
+    per-assertion confidence (an exponential's tail). Fails when
+    estimate +- that lies wholly outside truth x (1 +- allowance_rel)."""
+    half = spacing * math.log(2 / ALPHA)
+    lo, hi = estimate - half, estimate + half
+    ok = hi >= truth * (1 - allowance_rel) and lo <= truth * (1 + allowance_rel)
+    return Bound(ok, "%s %.4g (interval %.4g-%.4g at %.1e: two end spacings of mean "
+                          "%.4g), truth %.4g +- %.0f%%" % (what, estimate, lo, hi, ALPHA,
+                                                           spacing, truth, 100 * allowance_rel))

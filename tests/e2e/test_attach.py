@@ -14,6 +14,12 @@ Python; an allocation loop's Python share at least its time outside collections
 (the program's own gc.callbacks timing) less 5 points; its collections are
 judged as C code. Each measured phase is 2 s of thread time (5 s for the
 allocation loop).
+
+Issue #32: each share is checked through tests/accuracy.py against its
+truth (by construction, or the program's own clock), with n the samples it
+rests on, a named systematic allowance, and the Wilson interval at the
+suite's corrected confidence; the function-bias recordings sample at
+700 Hz so that their ~1000 samples can tell a 10-point bias.
 """
 import json
 import os
@@ -27,6 +33,36 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from attach_support import (Target, folded_share, frame_parts, function_totals, load_json,  # noqa: E402
                             parse_folded, program, sonde_ok)
 from support import check, loaded_runs_here, marked_lines  # noqa: E402
+import accuracy  # noqa: E402
+from accuracy import need_samples, samples_to_catch, share_at_least, share_near, shares_close  # noqa: E402
+
+# Systematic allowances (percentage points):
+# - a function or line that is all of one thing by construction (hot()
+#   is the only code running; a pure loop, one C call, a blocked call):
+#   the coarse-clock native rule's per-sample misclassification and the
+#   first or last tick of the recording
+ATTACH_ALLOWANCE = 3.0
+# - a share against the program's own perf_counter (function bias): the
+#   edges of its timed spans against the ticks
+CLOCK_ALLOWANCE = 2.0
+# - --gil: the hashing worker holds the GIL between its 32 MB hashes
+GIL_ALLOWANCE = 10.0
+# Defects the tests were written for: time misattributed between functions
+# (10 points); a rule or reader that reads a line of one kind 25 points off,
+# or --gil ignored (the Python worker half of the running samples).
+SHARE_DEFECT = 10.0
+KIND_DEFECT = 25.0
+# function bias: 700 Hz, about 1200 samples in its 2 s (attach drops some ticks)
+BIAS_RATE = "700"
+
+
+def _power_kind(what, n, allowance=ATTACH_ALLOWANCE, defect=KIND_DEFECT):
+    need_samples(what, n, samples_to_catch(1 - defect / 100.0, 1.0, allowance / 100.0))
+
+
+def _function_samples(prof, names):
+    return sum(f.get("n_samples", 0) for e in prof["files"].values() for f in e["functions"]
+               if names is None or f["line"] in names)
 
 BIAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs",
                     "function_bias.py")
@@ -41,12 +77,16 @@ def test_attach_hot_function(env):
     prof = load_json(out)
     totals = function_totals(prof)
     share = totals.get("hot", 0.0)
-    check(share >= 80, "hot() holds %.1f%% (functions: %r)" % (share, totals))
     check(prof["n_samples"] >= 50, "only %d samples in 1 s at 100 Hz" % prof["n_samples"])
+    # truth: hot() is all the target runs after "ready"; the defect: time
+    # charged to its caller (or elsewhere), a quarter of it at least
+    n = _function_samples(prof, None)
+    _power_kind("hot()", n)
+    note = accuracy.check(share_at_least("hot()", share, n, 100, ATTACH_ALLOWANCE))
     line = marked_lines(script)["hot"]
     lines = [l["lineno"] for e in prof["files"].values() for l in e["lines"]]
     check(line in lines or line - 1 in lines, "the hot loop's lines are missing: %r" % lines)
-    return "hot() %.1f%% over %d samples" % (share, prof["n_samples"])
+    return note
 
 
 def test_record_function_bias(env):
@@ -59,20 +99,25 @@ def test_record_function_bias(env):
         n_calling = int(rates["calling"] * total_seconds * target)
         n_inlined = int(rates["inlined"] * total_seconds * (1 - target))
         out = os.path.join(env.tmp, "bias-%d.json" % int(100 * target))
-        proc = env.run_sonde(["record", "-o", out, "--", env.python, BIAS, str(n_calling),
-                              str(n_inlined)])
+        proc = env.run_sonde(["record", "--rate", BIAS_RATE, "-o", out, "--", env.python, BIAS,
+                              str(n_calling), str(n_inlined)])
         sonde_ok(proc, "record")
         truth = json.loads(proc.stdout)
         true_share = 100 * truth["calling"] / (truth["calling"] + truth["inlined"])
-        totals = function_totals(load_json(out))
+        prof = load_json(out)
+        totals = function_totals(prof)
         calling = totals.get("calling", 0) + totals.get("helper", 0)
         inlined = totals.get("inlined", 0)
         check(calling + inlined > 0, "no samples in either function: %r" % totals)
         reported = 100 * calling / (calling + inlined)
-        results.append("%.1f%% vs true %.1f%%" % (reported, true_share))
-        check(abs(reported - true_share) <= 3.0,
-              "calling variant reported %.1f%%, measured %.1f%% (%s)"
-              % (reported, true_share, proc.stderr.strip().splitlines()[-1]))
+        n = _function_samples(prof, ("calling", "helper", "inlined"))
+        t = true_share / 100.0
+        need_samples("function bias at %d%%" % (100 * target), n, samples_to_catch(
+            t + SHARE_DEFECT / 100.0 if t < 0.5 else t - SHARE_DEFECT / 100.0, t,
+            CLOCK_ALLOWANCE / 100.0))
+        bound = share_near("calling variant", reported, n, true_share, CLOCK_ALLOWANCE)
+        check(bound.ok, "%s (%s)" % (bound, proc.stderr.strip().splitlines()[-1]))
+        results.append(bound.note)
     return "; ".join(results)
 
 
@@ -223,11 +268,14 @@ def test_attach_gil_only(env):
     running = [(frames, n) for frames, n in stacks
                if any(frame_parts(fr) and frame_parts(fr)[0] in ("run", "Thread.run")
                       for fr in frames)]
-    check(sum(n for _, n in running) >= 10, "too few samples while the workers ran: %r" % stacks)
+    n = sum(n for _, n in running)
+    # truth: the Python worker holds the GIL but for the hashing worker's
+    # moments between hashes; the defect: --gil ignored (both running
+    # threads sampled: the Python worker half the samples)
+    _power_kind("--gil", n, GIL_ALLOWANCE, 50.0)
     py = folded_share(running, lambda func, file, line: func == "python_worker")
-    check(py >= 70, "with --gil the Python worker holds only %.1f%%: %r" % (py, running[:4]))
-    return "python_worker %.1f%% of %d GIL samples while the workers ran" % (
-        py, sum(n for _, n in running))
+    return accuracy.check(share_at_least("with --gil the Python worker", py, n, 100,
+                                         GIL_ALLOWANCE))
 
 
 PROGRAMS_DIR = os.path.dirname(program("hot.py"))
@@ -297,8 +345,10 @@ def test_record_python_native_system(env):
             line = lines.get(marked_lines(script)[mark])
             check(line, "%s line missing: %r" % (mark, sorted(lines)))
             share = _share(line, key)
-            check(share >= 80, "%s line only %.1f%% %s (%r)" % (mark, share, key, line))
-            notes.append("%s %.0f%%" % (mark, share))
+            # truth: the line is all of its kind, by construction
+            _power_kind("%s line" % mark, line["n_samples"])
+            notes.append(accuracy.check(share_at_least("%s line %s" % (mark, key), share,
+                                                       line["n_samples"], 100, ATTACH_ALLOWANCE)))
     return ", ".join(notes)
 
 
@@ -430,10 +480,14 @@ def test_record_operator_lines_native(env):
         op, call = lines.get(marks["op_mul"]), lines.get(marks["call_mul"])
         check(op and call, "[%s] operator lines missing: %r" % (cond, sorted(lines)))
         op_n, call_n = _share(op, "n_cpu_percent_c"), _share(call, "n_cpu_percent_c")
-        notes.append("%s: x*y %.1f%%, operator.mul %.1f%% native" % (cond, op_n, call_n))
-        check(op_n >= 90, "[%s] x * y only %.1f%% native (%r)" % (cond, op_n, op))
-        check(abs(op_n - call_n) <= 5, "[%s] x * y %.1f%% native, operator.mul %.1f%%"
-              % (cond, op_n, call_n))
+        # truth: both lines' thread time is all C, by construction (the two
+        # forms run interleaved: tests/programs/operators.py)
+        _power_kind("[%s] x * y" % cond, op["n_samples"])
+        notes.append(accuracy.check(share_at_least("[%s] x * y native" % cond, op_n,
+                                                   op["n_samples"], 100, ATTACH_ALLOWANCE)))
+        notes.append(accuracy.check(shares_close("[%s] x * y vs operator.mul native" % cond, op_n,
+                                                 op["n_samples"], call_n, call["n_samples"],
+                                                 ATTACH_ALLOWANCE)))
     return "; ".join(notes)
 
 
@@ -451,7 +505,9 @@ def test_record_pure_python_loops(env):
             line = lines.get(marks[mark])
             check(line, "[%s] %s line missing: %r" % (cond, mark, sorted(lines)))
             py = _share(line, "n_cpu_percent_python")
-            shares.append("%s %.1f%%" % (mark, py))
-            check(py >= 95, "[%s] %s line only %.1f%% Python (%r)" % (cond, mark, py, line))
-        notes.append("%s: Python %s" % (cond, ", ".join(shares)))
+            # truth: the loop is all bytecode, by construction
+            _power_kind("[%s] %s line" % (cond, mark), line["n_samples"])
+            shares.append(accuracy.check(share_at_least("[%s] %s Python" % (cond, mark), py,
+                                                        line["n_samples"], 100, ATTACH_ALLOWANCE)))
+        notes.append("; ".join(shares))
     return "; ".join(notes)

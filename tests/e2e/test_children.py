@@ -7,7 +7,22 @@ import json
 import os
 import signal
 
+import accuracy
+from accuracy import bytes_near
 from support import check, concurrently, lines_by_no, marked_lines
+
+# Issue #32: test_pool_start_methods's shares go through tests/accuracy.py.
+# Systematic allowances: the workers' line against their measured CPU time
+# (relative): each process's first tick, taken before its line runs, and the
+# worker's start before the profiler's first tick in it;
+WORKER_LINE_ALLOWANCE = 0.05
+# the parent's share against the measured split (points): the edges of the
+# three processes' timed spans against their ticks.
+SPLIT_ALLOWANCE = 2.0
+# The defect: a worker lost or not followed (half the workers' time; the
+# parent's share from ~30 % to ~45 %). At 2 ms a run has ~850 samples,
+# enough to tell it (need_samples below); the default 10 ms gave ~170.
+POOL_INTERVAL = "0.002"
 
 # A parent that works on its own line, then a Pool of two workers that each
 # work on one line; every process measures its own CPU time around the
@@ -47,6 +62,18 @@ def _line_sec(prof, script, mark):
     return share / 100.0 * prof["profiled_time_sec"]
 
 
+def _line_samples(prof, script, mark):
+    line = lines_by_no(prof, script).get(marked_lines(script)[mark])
+    return line["n_samples"] if line else 0
+
+
+def _sample_worth(prof):
+    """The mean time a sample stands for: the profiled time over every
+    line's samples."""
+    n = sum(l["n_samples"] for e in prof["files"].values() for l in e["lines"])
+    return prof["profiled_time_sec"] / n if n else 0.0
+
+
 def _tmpdir(env, name="tmpdir"):
     d = os.path.join(env.tmp, name)
     os.makedirs(d, exist_ok=True)
@@ -82,7 +109,7 @@ def test_pool_start_methods(env):
     for method in methods:
         # CPU time only: the truth is CPU time, and on a loaded machine the
         # workers wait for a CPU for part of their wall time
-        proc, prof = _run(env, script, [method], ["--virtual-time"])
+        proc, prof = _run(env, script, [method], ["--virtual-time", "--interval", POOL_INTERVAL])
         check(proc.returncode == 0, "%s: exit %d\n%s" % (method, proc.returncode, proc.stderr[-3000:]))
         truth = [l for l in proc.stdout.splitlines() if l.startswith("truth")]
         check(truth, "%s: no truth line: %r" % (method, proc.stdout))
@@ -95,14 +122,23 @@ def test_pool_start_methods(env):
         check(prof.get("exit") is None, "%s: exit %r" % (method, prof.get("exit")))
         worker = _line_sec(prof, script, "worker")
         parent = _line_sec(prof, script, "parent")
-        check(worker >= 0.9 * child_cpu, "%s: workers' line %.3f s of %.3f s measured"
-              % (method, worker, child_cpu))
+        n_worker = _line_samples(prof, script, "worker")
+        n_parent = _line_samples(prof, script, "parent")
+        # the workers' line: a count of samples each worth the mean tick,
+        # against the workers' own thread_time (the truth)
+        accuracy.need_samples("%s: workers' line" % method, n_worker,
+                              accuracy.samples_to_catch(0.5, 1.0, WORKER_LINE_ALLOWANCE))
+        figures.append(accuracy.check(accuracy.count_near(
+            "%s: workers' line s" % method, worker, _sample_worth(prof), child_cpu,
+            WORKER_LINE_ALLOWANCE)))
         reported = 100.0 * parent / (parent + worker)
         measured = 100.0 * parent_cpu / (parent_cpu + child_cpu)
-        check(abs(reported - measured) <= 5.0, "%s: parent share %.1f %%, measured %.1f %%"
-              % (method, reported, measured))
-        figures.append("%s: workers' line %.0f %% of their CPU, parent %.1f %% (measured %.1f %%)"
-                       % (method, 100.0 * worker / child_cpu, reported, measured))
+        t = measured / 100.0
+        accuracy.need_samples("%s: parent share" % method, n_parent + n_worker,
+                              accuracy.samples_to_catch(t + 0.15, t, SPLIT_ALLOWANCE / 100.0))
+        figures.append(accuracy.check(accuracy.share_near(
+            "%s: parent share" % method, reported, n_parent + n_worker, measured,
+            SPLIT_ALLOWANCE)))
     return "; ".join(figures)
 
 
@@ -276,6 +312,15 @@ def test_memory_in_children(env):
     proc, prof = _run(env, script, [], ["--memory"])
     check(proc.returncode == 0, proc.stderr[-2000:])
     line = lines_by_no(prof, script).get(marked_lines(script)["alloc"])
-    check(line and 72 <= line["n_malloc_mb"] <= 96, "the allocating line (2 x 40 MiB = 84 MB): %r"
-          % line)
+    check(line is not None, "the allocating line is not in the profile")
+    # Truth 2 x 40 blocks of 1 MiB: 80 in the report's MB, which are MiB
+    # (not 84, the same bytes in decimal MB). Each block is sampled with
+    # probability 1 - e^-2 (about 69 samples) and charged 1 MiB / (1 - e^-2):
+    # a Poisson count of byte_unit(1 MiB) = 0.157 MiB, about 510 (standard
+    # deviation 3.5 MiB: 80 +- 17 at the suite's confidence), allowance 1 %
+    # (headers, the list). The defect: one child's memory not followed
+    # (40 MiB: caught from about 100 samples).
+    note = bytes_near("the allocating line's MB", line["n_malloc_mb"], 1 << 20, 80, 0.01, 0.5,
+                      n=line["n_mallocs"])
     check(len(prof["processes"]) >= 3, "processes: %r" % prof["processes"])
+    return "%s; %d processes" % (note, len(prof["processes"]))

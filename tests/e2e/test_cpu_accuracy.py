@@ -19,6 +19,18 @@ stage's share within 5 points of its time.thread_time measurement, with
 system-time tests under the busy condition too. The busy condition of the
 operator and pure-loop tests, and the json repeats, run on the oldest
 interpreter, Debian's and the newest only (support.loaded_runs_here).
+
+Issue #32: every share above is an estimate from a line's samples, so each
+assertion goes through tests/accuracy.py: it states the truth (measured by
+the program, or the line's kind by construction), the samples n it rests on
+(the lines' n_samples; for a function's or a stage's share the sum over its
+lines), a systematic allowance (the named constants below, each with its
+reason) and fails only when the Wilson interval at the suite's corrected
+confidence lies wholly beyond truth +- allowance. The fixed tolerances
+above are replaced by those; where the interval would be too wide to catch
+the defect a test was written for, the test samples faster (--interval)
+and checks its power first (accuracy.need_samples). A test's figures give
+each estimate, its n and its interval.
 """
 import contextlib
 import json
@@ -26,12 +38,57 @@ import os
 import subprocess
 import sys
 
+import accuracy
+from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most, share_near, shares_close
 from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
 # tests/run.py --sanitize skips this module: it measures CPU attribution
 # against the program's own clocks, for about 5 minutes under ASan on one
 # interpreter, and ASan's slower sampler changes what it measures.
 NO_SANITIZER = "CPU-time accuracy (timing), minutes under ASan"
+
+# Systematic allowances (percentage points), each the most sonde may be off
+# by design, beside the statistical interval:
+# - a line that is all one kind (pure bytecode, one long C call, a blocked
+#   system call): the native rule's per-sample misclassification (12 looks
+#   leave < 0.1 % in a two-instruction loop; a VM stall that survives the
+#   confirmation, about 1 %), and the loop header's or the call's own
+#   bytecode on the line (well under 1 %)
+RULE_ALLOWANCE = 3.0
+# - a blocked line's system share: the moments it runs on CPU around the
+#   system call (wake-up, the read's copy)
+SYSTEM_ALLOWANCE = 3.0
+# - a share measured against the program's own clock (function bias,
+#   stages, the sleep/pipe split): the edges of its timed spans against
+#   the ticks (one tick each side), and set-up outside the timed calls
+CLOCK_ALLOWANCE = 2.0
+# - the two workers' share of a threaded run: start-up (the 32 MB blob,
+#   thread starts) and the loop headers outside the marked lines
+WORKERS_ALLOWANCE = 5.0
+# - a worker thread's own kind: GIL hand-offs (the Python worker in
+#   take_gil is C time on its line; the hashing worker's bytecode between
+#   hashes)
+WORKER_KIND_ALLOWANCE = 10.0
+# - the main thread's join(): a waiting thread costs nothing; its last
+#   tick after the workers end
+JOIN_ALLOWANCE = 2.0
+# - unattributed time of a --virtual-time run: the first and last ticks
+#   of the interpreter's start-up and shutdown (2 of ~1000: 0.2 %)
+UNATTRIBUTED_ALLOWANCE = 0.5
+
+# Defects the tests were written for, as the share they would read; each
+# test checks that its samples can tell that from truth - allowance.
+# A native rule with too few looks (1 look reads a two-instruction loop
+# about 50 % native, 2 looks about 25 %), or the pre-#12 rule (an operator
+# line read as Python): a line of one kind read 25 points off.
+RULE_DEFECT = 25.0
+# Time misattributed between functions or stages (charged to a caller,
+# lost in a callee or a generator, per-call overhead): 10 points.
+SHARE_DEFECT = 10.0
+# Sampling interval for the function, stage and sleep/pipe shares: 2 ms, five times
+# the default rate, so that a run's ~1000 samples can tell a SHARE_DEFECT
+# (samples_to_catch: 735-929 at 25-75 %).
+FAST_INTERVAL = "0.002"
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
 
@@ -40,11 +97,42 @@ def _program(name):
     return os.path.join(PROGRAMS, name)
 
 
-def _func_total(prof, path, name):
+def _func_entry(prof, path, name):
     for f in file_entry(prof, path)["functions"]:
         if f["line"] == name or f["line"].endswith("." + name):
-            return line_total(f)
-    return 0.0
+            return f
+    return None
+
+
+def _func_total(prof, path, name):
+    f = _func_entry(prof, path, name)
+    return line_total(f) if f else 0.0
+
+
+def _func_samples(prof, path, names):
+    return sum((_func_entry(prof, path, n) or {}).get("n_samples", 0) for n in names)
+
+
+def _n(line):
+    return line.get("n_samples", 0) if line else 0
+
+
+def _toward_middle(truth_pct, by_pct):
+    """The share (0..1) a defect of by_pct points moves truth_pct to, toward
+    50 % (where a proportion is least certain: the harder case)."""
+    t = truth_pct / 100.0
+    return t + by_pct / 100.0 if t < 0.5 else t - by_pct / 100.0
+
+
+def _power_share(what, n, truth_pct, allowance_pct):
+    """Checks that n samples can catch a SHARE_DEFECT from truth_pct."""
+    need_samples(what, n, samples_to_catch(_toward_middle(truth_pct, SHARE_DEFECT),
+                                           truth_pct / 100.0, allowance_pct / 100.0))
+
+
+def _power_kind(what, n):
+    """Checks that n samples of a line of one kind can catch a RULE_DEFECT."""
+    need_samples(what, n, samples_to_catch(1 - RULE_DEFECT / 100.0, 1.0, RULE_ALLOWANCE / 100.0))
 
 
 def test_function_bias(env):
@@ -61,7 +149,8 @@ def _function_bias(env, kw):
     for target in (0.25, 0.5, 0.75):
         n_calling = int(rates["calling"] * total_seconds * target)
         n_inlined = int(rates["inlined"] * total_seconds * (1 - target))
-        proc, prof = env.profile(script, [str(n_calling), str(n_inlined)], **kw)
+        proc, prof = env.profile(script, [str(n_calling), str(n_inlined)],
+                                 options=["--interval", FAST_INTERVAL], **kw)
         check(proc.returncode == 0, proc.stderr[-2000:])
         truth = json.loads(proc.stdout)
         true_share = 100 * truth["calling"] / (truth["calling"] + truth["inlined"])
@@ -69,9 +158,10 @@ def _function_bias(env, kw):
         inlined = _func_total(prof, script, "inlined")
         check(calling + inlined > 0, "no samples in either function")
         reported = 100 * calling / (calling + inlined)
-        results.append("%.1f%% vs true %.1f%%" % (reported, true_share))
-        check(abs(reported - true_share) <= 3.0,
-              "calling variant reported %.1f%%, measured %.1f%%" % (reported, true_share))
+        n = _func_samples(prof, script, ("calling", "helper", "inlined"))
+        _power_share("function bias at %d%%" % (100 * target), n, true_share, CLOCK_ALLOWANCE)
+        results.append(accuracy.check(share_near("calling variant", reported, n, true_share,
+                                                 CLOCK_ALLOWANCE)))
     return "; ".join(results)
 
 
@@ -90,9 +180,12 @@ def test_python_vs_native(env):
     check(pure and native, "loop or sorted line missing: %s" % sorted(lines))
     py = _share(pure, "n_cpu_percent_python")
     nat = _share(native, "n_cpu_percent_c")
-    check(py >= 90, "pure-Python line only %.1f%% Python (%r)" % (py, pure))
-    check(nat >= 90, "sorted() line only %.1f%% native (%r)" % (nat, native))
-    return "pure line %.1f%% Python, sorted line %.1f%% native" % (py, nat)
+    _power_kind("pure-Python line", _n(pure))
+    _power_kind("sorted() line", _n(native))
+    # truth: the loop line is all bytecode, the sorted() line all C, by construction
+    return "; ".join([
+        accuracy.check(share_at_least("pure-Python line Python", py, _n(pure), 100, RULE_ALLOWANCE)),
+        accuracy.check(share_at_least("sorted() line native", nat, _n(native), 100, RULE_ALLOWANCE))])
 
 
 def test_threads(env):
@@ -109,16 +202,28 @@ def _threads(env, kw):
     def near(mark):  # the marked line or the loop header right above it
         return sum(line_total(lines[n]) for n in (marks[mark] - 1, marks[mark]) if n in lines)
 
+    # Shares of the file's time (its lines hold all of it): n is the sum of
+    # their samples. Truth by construction: the workers run the whole time,
+    # the main thread waits in join(), which costs nothing.
     workers = near("python_worker") + near("native_worker")
     total = sum(line_total(l) for l in lines.values())
+    n_all = sum(_n(l) for l in lines.values())
+    workers_pct = 100 * workers / total if total else 0.0
     join = line_total(lines[marks["join"]]) if marks["join"] in lines else 0.0
+    join_pct = 100 * join / total if total else 0.0
     check(total > 0, "no samples")
-    check(workers >= 90, "workers hold %.1f%% of the time (lines: %r)" % (workers, lines))
-    check(join <= 5, "main thread's join() holds %.1f%%" % join)
+    # the defect: the waiting main thread charged as if it ran (a third of
+    # the time) or a worker's time lost
+    need_samples("threads", n_all, samples_to_catch(2 / 3.0, 1.0, WORKERS_ALLOWANCE / 100.0))
+    notes = [accuracy.check(share_at_least("workers", workers_pct, n_all, 100, WORKERS_ALLOWANCE)),
+             accuracy.check(share_at_most("join()", join_pct, n_all, 0, JOIN_ALLOWANCE))]
     pw, nw = lines.get(marks["python_worker"]), lines.get(marks["native_worker"])
-    check(pw and _share(pw, "n_cpu_percent_python") >= 80, "Python worker line: %r" % pw)
-    check(nw and _share(nw, "n_cpu_percent_c") >= 80, "native worker line: %r" % nw)
-    return "workers %.1f%%, join %.1f%%" % (workers, join)
+    check(pw and nw, "a worker line is missing: %s" % sorted(lines))
+    notes.append(accuracy.check(share_at_least("Python worker line Python", _share(
+        pw, "n_cpu_percent_python"), _n(pw), 100, WORKER_KIND_ALLOWANCE)))
+    notes.append(accuracy.check(share_at_least("native worker line native", _share(
+        nw, "n_cpu_percent_c"), _n(nw), 100, WORKER_KIND_ALLOWANCE)))
+    return ", ".join(notes)
 
 
 def test_blocking_is_system_time(env):
@@ -127,8 +232,10 @@ def test_blocking_is_system_time(env):
 
 def _blocking(env, kw):
     script = _program("blocking.py")
-    proc, prof = env.profile(script, ["1.2"], **kw)
+    # sampled every 2 ms: the sleep/pipe split needs ~1000 samples (below)
+    proc, prof = env.profile(script, ["1.2"], options=["--interval", FAST_INTERVAL], **kw)
     check(proc.returncode == 0, proc.stderr[-2000:])
+    truth = json.loads(proc.stdout)
     lines = lines_by_no(prof, script)
     marks = marked_lines(script)
     notes = []
@@ -136,10 +243,19 @@ def _blocking(env, kw):
         line = lines.get(marks[mark])
         check(line, "%s line missing: %s" % (mark, sorted(lines)))
         sys_share = _share(line, "n_sys_percent")
-        check(sys_share >= 90, "%s line only %.1f%% system (%r)" % (mark, sys_share, line))
-        notes.append("%s %.1f%% system" % (mark, sys_share))
-    sleep_total = line_total(lines[marks["sleep"]])
-    check(35 <= sleep_total <= 65, "sleep line holds %.1f%% of a run that sleeps half the time" % sleep_total)
+        _power_kind("%s line" % mark, _n(line))
+        # truth: the line is blocked in the kernel, by construction
+        notes.append(accuracy.check(share_at_least(
+            "%s line system" % mark, sys_share, _n(line), 100, SYSTEM_ALLOWANCE)))
+    # The sleep line's share of the two lines' time against the program's
+    # own perf_counter measurement of each (about half).
+    sleep, pipe = lines[marks["sleep"]], lines[marks["pipe"]]
+    both = line_total(sleep) + line_total(pipe)
+    n = _n(sleep) + _n(pipe)
+    measured = 100 * truth["sleep"] / (truth["sleep"] + truth["pipe"])
+    _power_share("sleep/pipe split", n, measured, CLOCK_ALLOWANCE)
+    notes.append(accuracy.check(share_near("sleep line of the two", 100 * line_total(sleep) / both,
+                                           n, measured, CLOCK_ALLOWANCE)))
     return ", ".join(notes)
 
 
@@ -220,12 +336,17 @@ def _operator_case(env, mode, pairs, seconds, extra_env=None, conditions=CONDITI
         notes = []
         for op, call in pairs:
             check(marks[op] in lines and marks[call] in lines, "%s/%s missing" % (op, call))
-            op_n, call_n = _native(lines[marks[op]]), _native(lines[marks[call]])
-            notes.append("%s %.1f%% vs %s %.1f%% native" % (op, op_n, call, call_n))
-            check(op_n >= 90, "[%s] %s only %.1f%% native (%r)" % (cond, op, op_n, lines[marks[op]]))
-            check(abs(op_n - call_n) <= 5, "[%s] %s %.1f%% native, its call form %s %.1f%%"
-                  % (cond, op, op_n, call, call_n))
-        return ", ".join(notes)
+            op_line, call_line = lines[marks[op]], lines[marks[call]]
+            op_n, call_n = _native(op_line), _native(call_line)
+            _power_kind("[%s] %s" % (cond, op), _n(op_line))
+            # truth: all of either line's thread time is in C (the operator's
+            # or the call's), by construction; the two forms run interleaved
+            notes.append(accuracy.check(share_at_least(
+                "[%s] %s native" % (cond, op), op_n, _n(op_line), 100, RULE_ALLOWANCE)))
+            notes.append(accuracy.check(shares_close(
+                "[%s] %s vs %s native" % (cond, op, call), op_n, _n(op_line), call_n,
+                _n(call_line), RULE_ALLOWANCE)))
+        return "; ".join(notes)
     run.env = extra_env
     return _each_condition(run, conditions)
 
@@ -267,9 +388,11 @@ def test_pure_python_loops_stay_python(env):
             line = lines.get(marks[mark])
             check(line, "[%s] %s line missing: %s" % (cond, mark, sorted(lines)))
             py = _share(line, "n_cpu_percent_python")
-            notes.append("%s %.1f%%" % (mark, py))
-            check(py >= 95, "[%s] %s line only %.1f%% Python (%r)" % (cond, mark, py, line))
-        return "Python " + ", ".join(notes)
+            _power_kind("[%s] %s line" % (cond, mark), _n(line))
+            # truth: the loop is all bytecode, by construction
+            notes.append(accuracy.check(share_at_least(
+                "[%s] %s Python" % (cond, mark), py, _n(line), 100, RULE_ALLOWANCE)))
+        return "; ".join(notes)
     return _each_condition(run, _conditions_here(env))
 
 
@@ -282,24 +405,31 @@ def test_json_and_generators_attributed(env):
     repeat = _repeat_here(env)
 
     def run(cond, kw):
-        runs = (10 if cond == "pinned" else 2) if repeat else 1
-        worst_unattr, worst_gap = 0.0, 0.0
+        # Each run samples every 2 ms (about 1000 samples, five times the
+        # default's), so fewer runs repeat it: 3 pinned (10 before), 1 in
+        # the other conditions (2 before), more samples in all (issue #32).
+        runs = (3 if cond == "pinned" else 1) if repeat else 1
+        notes = []
         for _ in range(runs):
-            proc, prof = env.profile(script, ["1.0"], options=["--virtual-time"], **kw)
+            proc, prof = env.profile(script, ["1.0"], options=["--virtual-time", "--interval",
+                                                               FAST_INTERVAL], **kw)
             check(proc.returncode == 0, proc.stderr[-2000:])
             truth = json.loads(proc.stdout)
+            # unattributed: a share of all the run's samples; truth 0 (every
+            # tick finds the script's frames), but for start-up and shutdown
             unattr = prof["unattributed_percent"]
-            check(unattr <= 1.0, "[%s] %.1f%% unattributed (partial %r)"
-                  % (cond, unattr, prof.get("partial")))
+            unattr_note = accuracy.check(share_at_most(
+                "[%s] unattributed" % cond, unattr, prof["n_samples"], 0, UNATTRIBUTED_ALLOWANCE))
             js = _stage_total(prof, script, ["json_stage"])
-            pipe = _stage_total(prof, script, ["pipeline_stage", "source", "square", "keep"])
+            stages = ["pipeline_stage", "source", "square", "keep"]
+            pipe = _stage_total(prof, script, stages)
             check(js + pipe > 0, "[%s] no time in either stage" % cond)
             reported = 100 * js / (js + pipe)
+            n = _func_samples(prof, script, ["json_stage"] + stages)
             measured = 100 * truth["json"] / (truth["json"] + truth["pipeline"])
-            check(abs(reported - measured) <= 5, "[%s] json stage %.1f%%, measured %.1f%%"
-                  % (cond, reported, measured))
-            worst_unattr = max(worst_unattr, unattr)
-            worst_gap = max(worst_gap, abs(reported - measured))
+            _power_share("[%s] stage shares" % cond, n, measured, CLOCK_ALLOWANCE)
+            notes.append(accuracy.check(share_near("[%s] json stage" % cond, reported, n, measured,
+                                                   CLOCK_ALLOWANCE)) + "; " + unattr_note)
         # Stacks through the generators reach the root.
         out = os.path.join(env.tmp, "pipeline-%s.folded" % cond)
         proc = env.run_sonde(["run", "-o", out, script, "0.5"], **kw)
@@ -312,8 +442,7 @@ def test_json_and_generators_attributed(env):
                                         and st[2].startswith("pipeline_stage "))]
         check(not cut, "[%s] %d of %d generator stacks cut, e.g. %s"
               % (cond, len(cut), len(gen), ";".join(cut[0]) if cut else ""))
-        return "%d runs, unattributed <= %.1f%%, json share within %.1f points" % (
-            runs, worst_unattr, worst_gap)
+        return " | ".join(notes)
     return _each_condition(run)
 
 

@@ -6,11 +6,16 @@ tolerance: the size of one large block (seed 000 §6.3: within 2 % of
 512 MiB, whatever share of it is touched), Python versus native memory,
 the proportion between two allocation sites, the thread an allocation is
 charged to, and copy volume. Megabytes are MiB (2**20 bytes), as in the
-report.
+report. Sampled estimates are checked with tests/accuracy.py and the
+variance model of tests/accuracy.py (truth, samples, a named
+allowance, the suite's per-assertion confidence; see
+test_memory_accuracy.py); figures that are exact by design (a block far
+larger than the sample mean is always sampled and charged its size; a
+function's figures are its lines' sums) keep fixed tolerances.
 """
+from accuracy import check as holds, need_samples, samples_to_catch, share_at_least, share_near
+from accuracy import MIB, byte_unit, bytes_near, copy_near, count_at_most
 from support import check, lines_by_no, marked_lines
-
-MIB = 1 << 20
 
 
 def _profile(env, name, source, args=(), options=()):
@@ -66,6 +71,9 @@ BYTEARRAY_BLOCK = """
 """
 
 
+# Exact by design: a 512 MiB block holds a mark with probability
+# 1 - e^-1024 and is charged its size, so the fixed 2 % is no sampling
+# bound (it allows for the object's header and the line's own objects).
 def _check_512(env, name, source):
     notes = []
     for share in ("0", "0.5", "1"):
@@ -119,6 +127,13 @@ NUMPY_ARRAYS = """
 """
 
 
+# @bytes is one 200 MiB block: sampled with certainty, charged its size,
+# and Python's by construction (bytes come from Python's allocator): exact,
+# a fixed bound. @list (a list of 4 million ints, grown by realloc: all of
+# it Python's allocators) is several hundred samples of small objects;
+# truth 100 % Python by construction, allowance 2 points (a native block
+# the interpreter might allocate on the line: none known), a Wilson bound
+# over its samples. The defect: the Python/native split inverted (0 %).
 def test_memory_python_objects(env):
     script, proc, prof = _profile(env, "python_objects.py", PYTHON_OBJECTS)
     notes = []
@@ -126,11 +141,19 @@ def test_memory_python_objects(env):
         line = _line(prof, script, marker)
         frac = line["n_python_fraction"]
         check(line["n_malloc_mb"] > 50, "@%s allocated only %.1f MB" % (marker, line["n_malloc_mb"]))
-        check(frac >= 0.7, "@%s is %.0f%% Python memory, want >= 70%%" % (marker, 100 * frac))
-        notes.append("%s %.0f%% Python (%.0f MB)" % (marker, 100 * frac, line["n_malloc_mb"]))
+        if marker == "bytes":
+            check(frac >= 0.99, "@bytes is %.0f%% Python memory (exact by design)" % (100 * frac))
+            notes.append("bytes %.0f%% Python (%.0f MB, exact)" % (100 * frac, line["n_malloc_mb"]))
+            continue
+        need_samples("@list's Python share", line["n_mallocs"], samples_to_catch(0, 1, 0.02))
+        notes.append(holds(share_at_least("list Python share (%.0f MB)" % line["n_malloc_mb"],
+                                          100 * frac, line["n_mallocs"], 100, 2)))
     return ", ".join(notes)
 
 
+# Exact by design: each line is one 305 MiB block (40e6 doubles), sampled
+# with certainty and charged its size, one sample whose Python flag is
+# deterministic: fixed bounds.
 def test_memory_native_arrays(env):
     script, proc, prof = _profile(env, "numpy_arrays.py", NUMPY_ARRAYS)
     notes = []
@@ -152,10 +175,15 @@ test_memory_native_arrays.requires = "numpy"
 # Blocks smaller than the sample mean are charged by sampling: a mark falls
 # in a block with probability 1 - exp(-size/mean) and the block then stands
 # for size over that probability, so a site's share is right in
-# expectation, with a spread that shrinks as 1/sqrt(samples). With 512 KiB
-# samples over 1 GiB the ratio's standard deviation is about 4.5 %, so 20 %
-# is a 4-sigma bound (test_memory_accuracy.py has the tighter ones).
-
+# expectation. 768 and 256 MiB in 48 and 16 KiB blocks: about 1600 and 520
+# samples. The big site's share of the MB, truth 75 %, a Wilson interval
+# over the two sites' samples (+- 4.4 points), allowance 1 point (the
+# sites' weights differ by 3 %: 537 against 520 KiB a sample); the two
+# together, truth 1024 MiB, a Poisson count of byte_unit(48 KiB) (the
+# larger unit of the two) (+- 10 %), allowance 1 % (bytearray headers).
+# The defects: sampling by count, not bytes (a share of 50 %), one site
+# charged to the other's line (100 or 0 %), weights lost by half.
+# test_memory_accuracy.py has the tighter ones.
 TWO_SITES = """
     kept = []
 
@@ -177,16 +205,16 @@ TWO_SITES = """
 def test_memory_two_sites(env):
     script, proc, prof = _profile(env, "two_sites.py", TWO_SITES,
                                   options=["--malloc-threshold", "512K"])
-    big = _line(prof, script, "big")["n_malloc_mb"]
-    small = _line(prof, script, "small")["n_malloc_mb"]
-    check(big > small, "the 48 KiB site got %.1f MB, the 16 KiB site %.1f MB" % (big, small))
+    big_line, small_line = _line(prof, script, "big"), _line(prof, script, "small")
+    big, small = big_line["n_malloc_mb"], small_line["n_malloc_mb"]
+    n = big_line["n_mallocs"] + small_line["n_mallocs"]
     ratio = big / small if small else float("inf")
-    check(abs(ratio - 3) <= 0.2 * 3, "ratio %.2f, want 3 +- 20%% (big %.1f MB, small %.1f MB)"
-          % (ratio, big, small))
-    total = big + small
-    check(abs(total - 1024) <= 0.1 * 1024,
-          "the two sites add up to %.1f MB, want 1024 +- 10%%" % total)
-    return "big %.1f MB, small %.1f MB, ratio %.2f (truth 768, 256, 3)" % (big, small, ratio)
+    need_samples("the two sites", n, samples_to_catch(0.5, 0.75, 0.01))
+    share = 100 * big / (big + small) if big + small else 0
+    notes = [holds(share_near("big site's share (big %.1f MB, small %.1f MB, ratio %.2f)"
+                              % (big, small, ratio), share, n, 75, 1)),
+             bytes_near("the two sites' MB", big + small, 48 << 10, 1024, 0.01, 0.5, n=n)]
+    return "; ".join(notes)
 
 
 FUNCTIONS = """
@@ -228,16 +256,27 @@ def test_memory_per_function(env):
           "two_lines: %.3f MB, its lines %.3f MB" % (two["n_malloc_mb"], parts))
     check(two["n_mallocs"] == lines[0]["n_mallocs"] + lines[1]["n_mallocs"], "sample counts")
     check(abs(one["n_malloc_mb"] - lines[2]["n_malloc_mb"]) <= 0.01, "one_line vs its line")
+    # The ratio, sampled (as in test_memory_two_sites): two_lines' share of
+    # the two functions' MB, truth 75 % (48 KiB a call against 16),
+    # allowance 1 point (weights of 32 and 16 KiB blocks differ by 2 %),
+    # over their samples (about 2100). The defect: a function given its
+    # first line's figures only (67 %: caught from about 830 samples) or
+    # another function's.
     ratio = two["n_malloc_mb"] / one["n_malloc_mb"] if one["n_malloc_mb"] else float("inf")
-    check(abs(ratio - 3) <= 0.2 * 3, "ratio %.2f, want 3 +- 20%% (%.1f MB, %.1f MB)"
-          % (ratio, two["n_malloc_mb"], one["n_malloc_mb"]))
+    n = two["n_mallocs"] + one["n_mallocs"]
+    need_samples("two_lines against one_line", n, samples_to_catch(2 / 3, 0.75, 0.01))
+    total = two["n_malloc_mb"] + one["n_malloc_mb"]
+    share = holds(share_near("two_lines' share (%.1f MB, %.1f MB, ratio %.2f)"
+                             % (two["n_malloc_mb"], one["n_malloc_mb"], ratio),
+                             100 * two["n_malloc_mb"] / total if total else 0, n, 75, 1))
     check(two["n_peak_mb"] >= max(lines[0]["n_peak_mb"], lines[1]["n_peak_mb"]) - 0.01,
           "function peak %.2f below a line's" % two["n_peak_mb"])
     check(0 < two["n_avg_mb"] <= two["n_peak_mb"] + 0.01, "avg %.2f, peak %.2f"
           % (two["n_avg_mb"], two["n_peak_mb"]))
-    check(two["n_python_fraction"] >= 0.7, "bytearray memory is Python's: %r" % two["n_python_fraction"])
-    return "two_lines %.1f MB, one_line %.1f MB, ratio %.2f (truth 3)" % (
-        two["n_malloc_mb"], one["n_malloc_mb"], ratio)
+    # bytearrays are Python's by construction: truth 100 %, allowance 1 point
+    python = holds(share_at_least("two_lines' Python share", 100 * two["n_python_fraction"],
+                                  two["n_mallocs"], 100, 1))
+    return "%s; %s" % (share, python)
 
 
 # ---- threads ----------------------------------------------------------------------------------
@@ -268,18 +307,26 @@ THREADS = """
 """
 
 
+# 50 blocks of 2 MiB a thread, each sampled with probability 1 - e^-4 and
+# charged 2 MiB / (1 - e^-4): a Poisson count of byte_unit(2 MiB) =
+# 0.037 MiB (+- 9 % of 100 MiB), allowance 1 % (headers, the list's
+# growth). Other lines: truth what they allocate themselves (the threads'
+# start: unmeasured, small), allowed 10 MiB against the 200 a
+# misattribution to the main thread would put there. The defects: a
+# worker's allocation charged to the main thread's line, or lost by half.
 def test_memory_threads(env):
     script, proc, prof = _profile(env, "threads_alloc.py", THREADS)
     lines = lines_by_no(prof, script)
     marks = marked_lines(script)
     a = lines.get(marks["worker_a"], {}).get("n_malloc_mb", 0)
     b = lines.get(marks["worker_b"], {}).get("n_malloc_mb", 0)
-    for name, got in (("worker_a", a), ("worker_b", b)):
-        check(abs(got - 100) <= 0.25 * 100, "%s's line got %.1f MB, want 100 +- 25%%" % (name, got))
+    notes = [bytes_near(name + " MB", got, 2 << 20, 100, 0.01, 0.5)
+             for name, got in (("worker_a", a), ("worker_b", b))]
     others = sum(l.get("n_malloc_mb", 0) for n, l in lines.items()
                  if n not in (marks["worker_a"], marks["worker_b"]))
-    check(others <= 20, "%.1f MB charged to other lines (the main thread's)" % others)
-    return "worker_a %.1f MB, worker_b %.1f MB, elsewhere %.1f MB (truth 100, 100, 0)" % (a, b, others)
+    notes.append(holds(count_at_most("MB charged to other lines (the main thread's)", others,
+                                     byte_unit(0), 10)))
+    return "; ".join(notes)
 
 
 # ---- copy volume ------------------------------------------------------------------------------
@@ -314,6 +361,19 @@ NUMPY_COPIES = """
 """
 
 
+# Copies are sampled by rate: marks every 40 x 512 KiB = 20 MiB copied on
+# average, each charging the spacing that ends at it (src/shim/copy.c), so
+# a line that does the copying is charged what it copied but for its two
+# end spacings (accuracy.copy_near: +- 20 MiB x ln(2 / ALPHA) = 266
+# MiB of the 2048 copied, about 100 marks). Truth 64 x 32 MiB; the rate's
+# denominator is the report's own elapsed time, so the check is on MB
+# (rate x elapsed). Allowance 3 %: the interpreter's own small copies
+# elsewhere, whose marks charge a spacing of this line's copying away
+# from it. The defect: copies counted once per call, not per byte (64
+# marks' worth at most: 1280 MiB), or half the copied bytes lost.
+COPY_SPACING_MB = 40 * 512 / 1024
+
+
 def _check_copies(env, name, source):
     script, proc, prof = _profile(env, name, source)
     line = _line(prof, script, "copy")
@@ -321,9 +381,9 @@ def _check_copies(env, name, source):
     elapsed = prof["elapsed_time_sec"]
     true_rate = truth_mb / elapsed
     rate = line["n_copy_mb_s"]
-    check(abs(rate - true_rate) <= 0.25 * true_rate,
-          "%.1f MB/s reported, truth %.1f MB/s (%d MB in %.2f s)" % (rate, true_rate, truth_mb, elapsed))
-    return "%.1f MB/s reported, truth %.1f MB/s (%+.1f%%)" % (rate, true_rate, 100 * (rate / true_rate - 1))
+    note = holds(copy_near("MB copied (%.1f MB/s over %.2f s)" % (rate, elapsed), rate * elapsed,
+                           truth_mb, COPY_SPACING_MB, 0.03))
+    return "%s; truth %.1f MB/s (%+.1f%%)" % (note, true_rate, 100 * (rate / true_rate - 1))
 
 
 def test_memory_copy_volume(env):

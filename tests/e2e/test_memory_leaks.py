@@ -7,6 +7,8 @@ interleaved with the leak (the case that defeats a detector watching only
 the allocation at each new high-water mark: there every new peak is
 reached inside the churn, and the real leak is never looked at).
 """
+from accuracy import check as holds
+from accuracy import bytes_near
 from support import check, file_entry, marked_lines
 
 LEAK_ONLY = """
@@ -71,21 +73,31 @@ def _check_leak(script, proc, prof, leaks):
     check(marks["leak"] in leaks, "the leaking line %d is not reported; leaks: %s"
           % (marks["leak"], leaks))
     found = leaks[marks["leak"]]
+    # Not a sampled estimate but sonde's own rule: with none of its n
+    # samples freed a line's likelihood is 1 - 1/(n + 2), over 0.95 from
+    # 19 samples (about 170 here: every 1 MiB block is sampled with
+    # probability 1 - e^-2).
     check(found["likelihood"] >= 0.95, "likelihood %.3f < 0.95" % found["likelihood"])
-    # Truth: 200 MiB kept, over the run's elapsed time.
-    true_rate = 200.0 / prof["elapsed_time_sec"]
+    # Truth: 200 MiB kept, over the run's elapsed time, which is also the
+    # rate's denominator: the check is on the live MB (rate x elapsed), a
+    # Poisson count of byte_unit(1 MiB) = 0.157 MiB (about 1280: +- 13 %),
+    # allowance 2 % (bytearray headers, the rate's rounding in the JSON).
+    # The defects: the rate from the wrong figure (the allocated bytes of
+    # the leak and churn lines together: 3 x, the churn's peak: 1/200) or
+    # the leaks' weights lost by half (caught from about 100 samples).
+    elapsed = prof["elapsed_time_sec"]
+    true_rate = 200.0 / elapsed
     rate = found["velocity_mb_s"]
-    check(0.5 * true_rate <= rate <= 1.5 * true_rate,
-          "leak rate %.1f MB/s, truth %.1f MB/s" % (rate, true_rate))
-    return found, true_rate
+    note = bytes_near("leak rate x elapsed (%.1f MB/s, truth %.1f)" % (rate, true_rate),
+                      rate * elapsed, 1 << 20, 200, 0.02, 0.5)
+    return found, true_rate, note
 
 
 def test_memory_leak_reported(env):
     script, proc, prof, leaks = _leaks(env, "leak_only.py", LEAK_ONLY)
-    found, true_rate = _check_leak(script, proc, prof, leaks)
+    found, true_rate, note = _check_leak(script, proc, prof, leaks)
     check(len(leaks) == 1, "other lines reported too: %s" % leaks)
-    return "likelihood %.3f, %.1f MB/s (truth %.1f MB/s)" % (found["likelihood"],
-                                                             found["velocity_mb_s"], true_rate)
+    return "likelihood %.3f; %s" % (found["likelihood"], note)
 
 
 def test_memory_churn_not_reported(env):
@@ -95,8 +107,7 @@ def test_memory_churn_not_reported(env):
 
 def test_memory_leak_beside_churn(env):
     script, proc, prof, leaks = _leaks(env, "leak_churn.py", LEAK_AND_CHURN)
-    found, true_rate = _check_leak(script, proc, prof, leaks)
+    found, true_rate, note = _check_leak(script, proc, prof, leaks)
     churn = marked_lines(script)["churn"]
     check(churn not in leaks, "the churning line %d is reported: %s" % (churn, leaks))
-    return "leak: likelihood %.3f, %.1f MB/s (truth %.1f); churn not reported" % (
-        found["likelihood"], found["velocity_mb_s"], true_rate)
+    return "leak: likelihood %.3f; %s; churn not reported" % (found["likelihood"], note)

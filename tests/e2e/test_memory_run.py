@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 
+from accuracy import bytes_near
 from support import check, file_entry, lines_by_no, marked_lines
 
 TRANSPARENT = """
@@ -164,6 +165,8 @@ def test_memory_long_run_bounded(env):
     for line in file_entry(prof, script)["lines"]:
         check(len(line["memory_samples"]) <= 100, "line %d has %d timeline points"
               % (line["lineno"], len(line["memory_samples"])))
+    # a count, not an estimate: each 24 MiB block holds a mark with
+    # probability 1 - e^-48, so every one is sampled
     churn = max(file_entry(prof, script)["lines"], key=lambda l: l["n_mallocs"])
     check(churn["n_mallocs"] >= 1500, "the churning line has %d samples, want one per block"
           % churn["n_mallocs"])
@@ -250,7 +253,10 @@ def test_memory_shim_active(env):
         prof = json.load(f)
     marks, lines = marked_lines(script), lines_by_no(prof, script)
     got = {m: lines.get(marks[m], {}).get("n_malloc_mb", 0.0) for m in ("native", "python")}
-    # 64 MiB each, sampled: within a quarter
-    for mark, mb in got.items():
-        check(48 <= mb <= 84, "%s line: %.1f MB allocated, truth 67.1 MB" % (mark, mb))
-    return "native %.1f MB, Python %.1f MB (truth 67.1); %s" % (got["native"], got["python"], first)
+    # 64 MiB each (the report's MB are MiB: 64, not 67.1), in 1 MiB blocks
+    # sampled with probability 1 - e^-2: a Poisson count of byte_unit(1 MiB)
+    # = 0.157 MiB (about 410: +- 23 %), allowance 1 % (headers, the list).
+    # The defect: the shim not the malloc the program calls (0 MB), or half
+    # its blocks unseen (caught from about 100 samples).
+    notes = [bytes_near("%s MB" % mark, mb, 1 << 20, 64, 0.01, 0.5) for mark, mb in got.items()]
+    return "%s; %s" % ("; ".join(notes), first)

@@ -22,6 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import Target, load_json, program, sonde_ok  # noqa: E402
 from support import check, file_entry, lines_by_no, marked_lines  # noqa: E402
+import accuracy  # noqa: E402
+
+# test_stack_kinds_follow_lines (issue #32): the product line is all C by
+# construction; the native rule's per-sample misclassification and the
+# inner loop's own bytecode are allowed this much (points).
+KINDS_ALLOWANCE = 3.0
 
 MIB = 1 << 20
 KINDS = {"python", "native", "system"}
@@ -453,5 +459,10 @@ def test_stack_kinds_follow_lines(env):
               % (mark, stack_native, line_native))
         shares.append("%s native: stacks %.1f %%, line %.1f %%" % (mark, stack_native, line_native))
         if mark == "mul":
-            check(stack_native >= 80.0, "the product's stacks are %.1f %% native" % stack_native)
+            # the defect: the pre-#12 rule, the product read as Python
+            accuracy.need_samples("the product", line["n_samples"],
+                                  accuracy.samples_to_catch(0.5, 1.0, KINDS_ALLOWANCE / 100.0))
+            shares.append(accuracy.check(accuracy.share_at_least(
+                "the product's stacks native", stack_native, line["n_samples"], 100,
+                KINDS_ALLOWANCE)))
     return "; ".join(shares)
