@@ -34,7 +34,8 @@ from attach_support import (Target, folded_share, frame_parts, function_totals, 
                             parse_folded, program, sonde_ok)
 from support import check, loaded_runs_here, marked_lines  # noqa: E402
 import accuracy  # noqa: E402
-from accuracy import need_samples, samples_to_catch, share_at_least, share_near, shares_close  # noqa: E402
+from accuracy import (need_samples, samples_to_catch, share_at_least, share_at_most,  # noqa: E402
+                      share_near, shares_close)
 
 # Systematic allowances (percentage points):
 # - a function or line that is all of one thing by construction (hot()
@@ -47,6 +48,15 @@ ATTACH_ALLOWANCE = 3.0
 CLOCK_ALLOWANCE = 2.0
 # - --gil: the hashing worker holds the GIL between its 32 MB hashes
 GIL_ALLOWANCE = 10.0
+# - a program attached to or recorded from its start: the interpreter's
+#   start-up and imports before the function (record), a target's last
+#   ticks at its exit
+START_ALLOWANCE = 10.0
+# - record --subprocesses: two interpreters' start-up, the child's imports
+SPAWN_ALLOWANCE = 30.0
+# - --threads without --idle: the napper, runnable on each of its wake-ups
+#   while it waits for the GIL on a busy machine
+NAPPER_ALLOWANCE = 15.0
 # Defects the tests were written for: time misattributed between functions
 # (10 points); a rule or reader that reads a line of one kind 25 points off,
 # or --gil ignored (the Python worker half of the running samples).
@@ -93,31 +103,38 @@ def test_record_function_bias(env):
     cal = env.run_python([BIAS, "calibrate"])
     check(cal.returncode == 0, cal.stderr)
     rates = json.loads(cal.stdout)
-    total_seconds = 2.0
     results = []
     for target in (0.25, 0.5, 0.75):
-        n_calling = int(rates["calling"] * total_seconds * target)
-        n_inlined = int(rates["inlined"] * total_seconds * (1 - target))
-        out = os.path.join(env.tmp, "bias-%d.json" % int(100 * target))
-        proc = env.run_sonde(["record", "--rate", BIAS_RATE, "-o", out, "--", env.python, BIAS,
-                              str(n_calling), str(n_inlined)])
-        sonde_ok(proc, "record")
-        truth = json.loads(proc.stdout)
-        true_share = 100 * truth["calling"] / (truth["calling"] + truth["inlined"])
-        prof = load_json(out)
+        # record drops ticks on a loaded machine (at 700 Hz, 845 of 1400 in
+        # one run): a recording with fewer samples than the bound needs is
+        # made again, longer by the samples missing, at most twice
+        seconds = 2.0
+        for attempt in range(3):
+            n_calling = int(rates["calling"] * seconds * target)
+            n_inlined = int(rates["inlined"] * seconds * (1 - target))
+            out = os.path.join(env.tmp, "bias-%d-%d.json" % (int(100 * target), attempt))
+            proc = env.run_sonde(["record", "--rate", BIAS_RATE, "-o", out, "--", env.python,
+                                  BIAS, str(n_calling), str(n_inlined)])
+            sonde_ok(proc, "record")
+            truth = json.loads(proc.stdout)
+            true_share = 100 * truth["calling"] / (truth["calling"] + truth["inlined"])
+            prof = load_json(out)
+            n = _function_samples(prof, ("calling", "helper", "inlined"))
+            t = true_share / 100.0
+            needed = samples_to_catch(t + SHARE_DEFECT / 100.0 if t < 0.5 else
+                                      t - SHARE_DEFECT / 100.0, t, CLOCK_ALLOWANCE / 100.0)
+            if n >= needed:
+                break
+            seconds *= 1.2 * needed / max(n, 1)
         totals = function_totals(prof)
         calling = totals.get("calling", 0) + totals.get("helper", 0)
         inlined = totals.get("inlined", 0)
         check(calling + inlined > 0, "no samples in either function: %r" % totals)
         reported = 100 * calling / (calling + inlined)
-        n = _function_samples(prof, ("calling", "helper", "inlined"))
-        t = true_share / 100.0
-        need_samples("function bias at %d%%" % (100 * target), n, samples_to_catch(
-            t + SHARE_DEFECT / 100.0 if t < 0.5 else t - SHARE_DEFECT / 100.0, t,
-            CLOCK_ALLOWANCE / 100.0))
+        need_samples("function bias at %d%%" % (100 * target), n, needed)
         bound = share_near("calling variant", reported, n, true_share, CLOCK_ALLOWANCE)
         check(bound.ok, "%s (%s)" % (bound, proc.stderr.strip().splitlines()[-1]))
-        results.append(bound.note)
+        results.append(bound.note + ("" if attempt == 0 else " (recorded %.1f s)" % seconds))
     return "; ".join(results)
 
 
@@ -162,12 +179,18 @@ def test_attach_threads(env):
     nap = folded_share(busy, lambda func, file, line: func == "nap_gamma")
     spin = folded_share(busy, lambda func, file, line: func.startswith("spin_"))
     join = folded_share(busy, lambda func, file, line: func.endswith("join"))
-    # The napper wakes every 50 ms and must then wait for the GIL: on a busy
-    # machine it is caught runnable now and then, never most of the time.
-    check(spin >= 80, "running workers hold only %.1f%% without --idle" % spin)
-    check(nap <= 15 and join <= 5, "idle threads shown without --idle: nap %.1f%%, join %.1f%%"
-          % (nap, join))
-    return "4 threads with --idle; without: workers %.1f%%, napper %.1f%%" % (spin, nap)
+    # Truth: without --idle only running threads are kept, so the workers
+    # hold every sample but the napper's: it wakes every 50 ms and must then
+    # wait for the GIL, so on a busy machine it is caught runnable now and
+    # then (NAPPER_ALLOWANCE); the main thread, in join(), never runs. The
+    # defect: idle threads kept (the napper and join() a quarter each, the
+    # workers half).
+    n = sum(c for _, c in busy)
+    _power_kind("attach --threads without --idle", n, NAPPER_ALLOWANCE, 50.0)
+    return "4 threads with --idle; without: " + "; ".join([
+        accuracy.check(share_at_least("running workers", spin, n, 100, NAPPER_ALLOWANCE)),
+        accuracy.check(share_at_most("the napper", nap, n, 0, NAPPER_ALLOWANCE)),
+        accuracy.check(share_at_most("join()", join, n, 0, ATTACH_ALLOWANCE))])
 
 
 def test_dump_blocked_in_sleep(env):
@@ -230,9 +253,13 @@ def test_record_non_ascii_names(env):
         stacks = parse_folded(f.read())
     qual = "Ünïcødé.método_ñ" if env.version[:2] >= (3, 11) else "método_ñ"
     share = folded_share(stacks, lambda func, file, line: func == qual and file == script)
-    check(share >= 80, "%s (%s) holds %.1f%%: %r" % (qual, script, share, stacks[:3]))
-    check(folded_share(stacks, lambda func, file, line: func == "función_日本") >= 80,
-          "función_日本 missing: %r" % stacks[:3])
+    # Truth: the program runs método_ñ, called from función_日本, all along
+    # but for its start; the defect: a name mangled (0 %).
+    n = sum(c for _, c in stacks)
+    _power_kind("non-ASCII names", n, ATTACH_ALLOWANCE, 100.0)
+    accuracy.check(share_at_least("%s (%s)" % (qual, script), share, n, 100, START_ALLOWANCE))
+    accuracy.check(share_at_least("función_日本", folded_share(
+        stacks, lambda func, file, line: func == "función_日本"), n, 100, START_ALLOWANCE))
     proc = env.run_sonde(["record", "-o", json_out, "--", env.python, script, "0.6"])
     sonde_ok(proc, "record -o .json")
     prof = load_json(json_out)
@@ -250,10 +277,15 @@ def test_record_subprocesses(env):
     with open(out, encoding="utf-8") as f:
         stacks = parse_folded(f.read())
     hot = folded_share(stacks, lambda func, file, line: func == "hot" and file.endswith("hot.py"))
-    check(hot >= 50, "the child's hot() holds %.1f%%: %r" % (hot, stacks[:5]))
     roots = {frames[0] for frames, _ in stacks}
     check(all(r.startswith("process ") for r in roots), "thread roots: %r" % roots)
-    return "child hot() %.1f%%" % hot
+    # Truth: the parent starts the child and waits (not running: not kept),
+    # so the child's hot() holds the samples but for both interpreters'
+    # start-up and the child's import (SPAWN_ALLOWANCE); the defect: the
+    # child not followed (0 %).
+    n = sum(c for _, c in stacks)
+    _power_kind("record --subprocesses", n, SPAWN_ALLOWANCE, 100.0)
+    return accuracy.check(share_at_least("the child's hot()", hot, n, 100, SPAWN_ALLOWANCE))
 
 
 def test_attach_gil_only(env):
@@ -299,8 +331,12 @@ def test_target_exits_mid_recording(env):
     with open(out, encoding="utf-8") as f:
         stacks = parse_folded(f.read())
     share = folded_share(stacks, lambda func, file, line: func == "hot")
-    check(share >= 80, "hot() holds %.1f%% of what was kept" % share)
-    return "kept %d samples" % sum(c for _, c in stacks)
+    # Truth: hot() runs from start to exit; the defect: what was sampled
+    # lost or garbled at the target's exit (0 %).
+    n = sum(c for _, c in stacks)
+    _power_kind("attach to a process that exits", n, START_ALLOWANCE, 100.0)
+    return "kept %d samples; %s" % (n, accuracy.check(share_at_least(
+        "hot()", share, n, 100, START_ALLOWANCE)))
 
 
 def test_ctrl_c_writes_output(env):

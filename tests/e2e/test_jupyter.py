@@ -4,7 +4,15 @@ report in terminal IPython, the HTML report in an iframe (srcdoc) in a
 notebook, run headless with `jupyter nbconvert --execute`, with the build's
 package on PYTHONPATH and `pip install`ed into a venv. Run on the
 interpreters that have IPython (Debian's python3 with python3-ipython,
-python3-ipykernel and jupyter-nbconvert: tools/setup-deps.sh --test)."""
+python3-ipykernel and jupyter-nbconvert: tools/setup-deps.sh --test).
+
+Issue #32: the shares these tests read (the hot line's share of the cell,
+the kernel's unattributed share) go through tests/accuracy.py: the truth by
+construction, n the samples the share rests on, a named systematic
+allowance, and the Wilson interval at the suite's corrected confidence;
+each test checks first that its samples can catch the defect it was
+written for. Profiled seconds are a clock, not a sampled estimate: their
+bounds stay as they were."""
 import html
 import json
 import os
@@ -12,7 +20,28 @@ import re
 import shutil
 import subprocess
 
+import accuracy
+from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most
 from support import Skip, check, outside_env
+
+# Systematic allowances (percentage points):
+# - the hot line of a cell that is its loop, by construction (its Python
+#   and native share): the cell's other lines (the import, the def, the
+#   call) and its first and last ticks, one or two of ~100-200 samples
+HOT_ALLOWANCE = 5.0
+# - a kernel's unattributed time: IPython's own code around the cell
+#   between the magic's start and stop (compiling the cell, running it,
+#   the display hooks), a few ticks of ~100
+KERNEL_ALLOWANCE = 5.0
+# Defects the checks were written for: the hot line missing or its time
+# charged to another line (the call's): half of it at least; the kernel's
+# own threads (idle in poll) sampled: half the samples unattributed or more.
+HOT_DEFECT = 50.0
+THREADS_DEFECT = 50.0
+
+
+def _power_hot(what, n):
+    need_samples(what, n, samples_to_catch(1 - HOT_DEFECT / 100.0, 1.0, HOT_ALLOWANCE / 100.0))
 
 # A cell as a user types it: the hot line is line 4 of the code below
 # %%sonde (IPython numbers the cell's body from 1).
@@ -62,14 +91,23 @@ def test_ipython_cell_and_line_magics(env):
     # the cell's file holds all the time: the line calling %%sonde is left out
     check(re.search(r"<ipython-input-\d+-[0-9a-f]+>: 100\.0% of time", cell), cell)
     row = _report_row(cell, HOT_LINENO, HOT_SOURCE)
-    check(row and sum(row) >= 80, "hot line %d not found or cold (%r):\n%s"
-          % (HOT_LINENO, row, cell))
+    check(row, "hot line %d not found:\n%s" % (HOT_LINENO, cell))
+    # n: the report's samples, less its share outside profiled files (the
+    # text report gives no line's count); truth: the cell is its loop
+    ticks = re.search(r"s elapsed, (\d+) samples", cell)
+    check(ticks, "no sample count in the report:\n%s" % cell)
+    outside = re.search(r"([\d.]+)% of the sampled time was outside", cell)
+    n = int(int(ticks.group(1)) * (100 - (float(outside.group(1)) if outside else 0.0)) / 100)
+    _power_hot("%%sonde hot line", n)
+    note = accuracy.check(share_at_least("%%%%sonde hot line %d" % HOT_LINENO, sum(row), n, 100,
+                                         HOT_ALLOWANCE))
     secs = float(re.search(r"([\d.]+) s profiled", cell).group(1))
     check(0.8 <= secs <= 3.0, "profiled %.3f s of a 1 s loop" % secs)
     # the line magic's statement runs the cell's spin(): its hot line again
     check(_report_row(line, HOT_LINENO, HOT_SOURCE), "line magic: hot line missing:\n" + line)
     check("UsageError: sonde: unknown option '--bogus'" in out + proc.stderr,
           "bad option: %s" % (out + proc.stderr)[-2000:])
+    return note
 
 
 test_ipython_cell_and_line_magics.requires = "IPython"
@@ -136,17 +174,30 @@ def _check_notebook_profile(prof):
     entry = list(files.values())[0]
     check(entry["source"][HOT_LINENO - 1].strip() == HOT_SOURCE, "source: %r" % entry["source"])
     hot = [l for l in entry["lines"] if l["lineno"] == HOT_LINENO]
-    check(hot and hot[0]["line"].strip() == HOT_SOURCE and hot[0]["n_cpu_percent_python"]
-          + hot[0]["n_cpu_percent_c"] >= 80, "hot line: %s" % entry["lines"])
-    # the kernel's own threads (idle in poll) are not the cell's time
-    check(prof["unattributed_percent"] < 10, "outside: %r" % prof["unattributed_percent"])
+    check(hot and hot[0]["line"].strip() == HOT_SOURCE, "hot line: %s" % entry["lines"])
+    # truth: the cell is its loop, on CPU (its Python and native share); n:
+    # the samples of the cell's lines
+    n = sum(l.get("n_samples", 0) for l in entry["lines"])
+    _power_hot("notebook hot line", n)
+    notes = [accuracy.check(share_at_least(
+        "notebook hot line %d" % HOT_LINENO,
+        hot[0]["n_cpu_percent_python"] + hot[0]["n_cpu_percent_c"], n, 100, HOT_ALLOWANCE))]
+    # the kernel's own threads (idle in poll) are not the cell's time:
+    # unattributed is a share of all the run's samples (n: the sampler's
+    # ticks), truth 0 but for IPython's code around the cell
+    ticks = prof["n_samples"]
+    need_samples("kernel unattributed", ticks, samples_to_catch(
+        THREADS_DEFECT / 100.0, 0.0, KERNEL_ALLOWANCE / 100.0))
+    notes.append(accuracy.check(share_at_most("kernel unattributed", prof["unattributed_percent"],
+                                              ticks, 0, KERNEL_ALLOWANCE)))
     check(0.8 <= prof["profiled_time_sec"] <= 3.0, "profiled %r s" % prof["profiled_time_sec"])
+    return "; ".join(notes)
 
 
 def test_notebook_html_report(env):
     """The build's package on PYTHONPATH, which the kernel inherits."""
     shell = env.base_env({"PYTHONPATH": env.lib})
-    _check_notebook_profile(_run_notebook(env, env.python, shell))
+    return _check_notebook_profile(_run_notebook(env, env.python, shell))
 
 
 test_notebook_html_report.requires = "ipykernel"
@@ -205,7 +256,7 @@ def test_notebook_in_venv_with_pip_install(env):
                           shell, env.tmp).stdout.strip()
     check(os.path.realpath(where).startswith(os.path.realpath(venv) + os.sep),
           "the venv's sonde is %s" % where)
-    _check_notebook_profile(_run_notebook(env, python, shell))
+    return _check_notebook_profile(_run_notebook(env, python, shell))
 
 
 test_notebook_in_venv_with_pip_install.requires = "ipykernel"

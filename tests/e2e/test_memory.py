@@ -6,8 +6,8 @@ tolerance: the size of one large block (seed 000 §6.3: within 2 % of
 512 MiB, whatever share of it is touched), Python versus native memory,
 the proportion between two allocation sites, the thread an allocation is
 charged to, and copy volume. Megabytes are MiB (2**20 bytes), as in the
-report. Sampled estimates are checked with tests/accuracy.py and the
-variance model of tests/accuracy.py (truth, samples, a named
+report. Sampled estimates are checked with tests/accuracy.py and its
+variance model of byte sampling (truth, samples, a named
 allowance, the suite's per-assertion confidence; see
 test_memory_accuracy.py); figures that are exact by design (a block far
 larger than the sample mean is always sampled and charged its size; a

@@ -3,7 +3,7 @@
 Allocations are sampled by bytes requested (a Poisson process of mean
 512 KiB, docs/json-format.md) and each sample stands for its expected
 weight, so a line's figures are right in expectation. Each bound goes
-through tests/accuracy.py with the variance model of tests/accuracy.py
+through tests/accuracy.py with its variance model of byte sampling
 (an estimate of blocks of s bytes is a Poisson count of samples worth
 byte_unit(s): the mean for blocks much smaller than it, -> 0, i.e. exact,
 for blocks much larger): it states the truth, the samples it rests on, a
