@@ -64,8 +64,11 @@ def _driver_ready():
         raise AssertionError("/usr/bin/chromium is missing: apt-get install chromium (see .ci/run), "
                              "or SONDE_SKIP_BROWSER=1 to skip the browser tests")
     if not os.path.isdir(os.path.join(DRIVER_DIR, "node_modules", "playwright-core")):
+        # npm is no sonde code: without the sanitizer's variables (a
+        # --sanitize run that installs the driver got LeakSanitizer's
+        # report of node's own leaks)
         proc = subprocess.run(["npm", "ci", "--prefix", DRIVER_DIR, "--no-audit", "--no-fund"],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, env=outside_env())
         check(proc.returncode == 0, "npm ci --prefix tests/browser failed:\n" + proc.stderr[-2000:])
 
 
