@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -28,6 +29,25 @@
 #define MIB (1024 * 1024)
 #define SAMPLE_BYTES (512 * 1024)
 #define MAX_EVENTS 65536
+/* The suite's two-sided z (tests/accuracy.py: a family error of 1 % over
+ * 3000 assertions, 3.3e-6 each): a sampled total may stray this many of its
+ * standard errors before a check calls it wrong. */
+#define SUITE_Z 4.65
+
+/* Standard error of the summed weights of `n` blocks of `size` bytes, each
+ * sampled with probability p = 1 - exp(-size/mean) and weighted size/p
+ * (shim_heap_weight): the count is binomial(n, p). */
+static double weight_sd(int n, double size, double mean)
+{
+    double p = -expm1(-size / mean);
+    return sqrt(n * p * (1 - p)) * size / p;
+}
+
+/* Whether `got` is within SUITE_Z standard errors `sd` of `want`. */
+static bool near(double got, double want, double sd)
+{
+    return fabs(got - want) <= SUITE_Z * sd;
+}
 
 typedef struct recorded {
     sonde_shim_event_t event;
@@ -242,9 +262,10 @@ static void test_small_blocks(void)
         free(blocks[i]);
     double freed = weight_sum(mid, SONDE_SHIM_EV_FREE, NULL, NULL, NULL);
     double total = (double)N * SIZE;
-    /* ~188 samples: a standard error of 7 %; 25 % is 3.6 of them. */
-    check(made > 0.75 * total && made < 1.25 * total, "shim_small_blocks_add_up",
-          "%.0f of %.0f bytes (%d samples)", made, total, n);
+    /* ~188 samples: a standard error of 7 %. */
+    double sd = weight_sd(N, SIZE, SAMPLE_BYTES);
+    check(near(made, total, sd) && SUITE_Z * sd < 0.5 * total, "shim_small_blocks_add_up",
+          "%.0f of %.0f bytes (%d samples; bound %.0f)", made, total, n, SUITE_Z * sd);
     check(freed > made * (1 - 1e-9) && freed < made * (1 + 1e-9), "shim_frees_give_back",
           "%.0f freed for %.0f sampled", freed, made);
 }
@@ -273,7 +294,7 @@ static void test_threads(void)
     for (int i = 0; i < 2; i++) {
         double theirs = weight_sum(from, SONDE_SHIM_EV_ALLOC, &threads[i], NULL, NULL);
         /* ~86 samples of 1 MiB blocks: a standard error of 4 %. */
-        ok = ok && theirs >= 0.85 * 100 * MIB && theirs <= 1.15 * 100 * MIB;
+        ok = ok && near(theirs, 100.0 * MIB, weight_sd(100, MIB, SAMPLE_BYTES));
         snprintf(detail + strlen(detail), sizeof detail - strlen(detail), "thread %d: %.0f; ", i,
                  theirs);
     }
@@ -311,19 +332,24 @@ static void test_python_domain(void)
     check(rc == 0, "shim_wrap_pyalloc", "rc %d", rc);
     if (rc) return;
     int from = atomic_load(&n_events);
+    enum { N = 1600, SIZE = 32 * 1024 };
     void *big = wrapped.malloc(wrapped.ctx, 20 * MIB);
-    static void *many[600];
-    for (int i = 0; i < 600; i++)
-        many[i] = wrapped.malloc(wrapped.ctx, 32 * 1024);
+    static void *many[N];
+    for (int i = 0; i < N; i++)
+        many[i] = wrapped.malloc(wrapped.ctx, SIZE);
     double python = 0;
     double made = weight_sum(from, SONDE_SHIM_EV_ALLOC, NULL, &python, NULL);
-    double total = 20.0 * MIB + 600.0 * 32 * 1024;
-    /* Counted once (by the wrapper), all of it Python's. */
-    check(made > 0.8 * total && made < 1.2 * total && python == made,
-          "shim_python_domain_is_python", "made %.0f of %.0f, python %.0f", made, total, python);
+    double total = 20.0 * MIB + (double)N * SIZE;
+    /* Counted once (by the wrapper), all of it Python's. The bound is
+     * narrow enough to tell a count twice, or the small blocks lost. The
+     * big block is sampled with probability 1 - e^-40 at its own size. */
+    double sd = weight_sd(N, SIZE, SAMPLE_BYTES);
+    check(near(made, total, sd) && python == made && SUITE_Z * sd < 0.5 * N * SIZE,
+          "shim_python_domain_is_python", "made %.0f of %.0f (bound %.0f), python %.0f", made,
+          total, SUITE_Z * sd, python);
     int mid = atomic_load(&n_events);
     wrapped.free(wrapped.ctx, big);
-    for (int i = 0; i < 600; i++)
+    for (int i = 0; i < N; i++)
         wrapped.free(wrapped.ctx, many[i]);
     double freed = weight_sum(mid, SONDE_SHIM_EV_FREE, NULL, NULL, NULL);
     check(freed > made * (1 - 1e-9) && freed < made * (1 + 1e-9), "shim_python_frees_give_back",
@@ -343,9 +369,12 @@ static void test_sites(void)
         free(blocks[i]); /* half of them */
     int freed = count_kind(mid, SONDE_SHIM_EV_FREE);
     /* 100 MiB at a mark per MiB: each 256 KiB block is sampled with
-     * probability 1 - e^-1/4, about 88 of them; half of those freed. */
-    check(tracked >= 55 && tracked <= 125, "shim_samples_by_bytes", "%d sampled", tracked);
-    check(freed >= tracked / 2 - 25 && freed <= tracked / 2 + 25, "shim_sample_frees_reported",
+     * probability 1 - e^-1/4, about 88 of them (binomial); about half of
+     * those freed (binomial given the count). */
+    double p = -expm1(-0.25);
+    check(near(tracked, N * p, sqrt(N * p * (1 - p))), "shim_samples_by_bytes",
+          "%d sampled of %.1f", tracked, N * p);
+    check(near(freed, tracked / 2.0, sqrt(tracked * 0.25)), "shim_sample_frees_reported",
           "%d of %d sampled were freed", freed, tracked);
     int sited = 0, end = atomic_load(&n_events);
     for (int i = mid; i < end && i < MAX_EVENTS; i++) {
@@ -394,9 +423,11 @@ static void test_copies(void)
     int end = atomic_load(&n_events);
     for (int i = from; i < end && i < MAX_EVENTS; i++)
         if (events[i].event.kind == SONDE_SHIM_EV_COPY) copied += events[i].event.bytes;
+    /* About 1024 marks of a mean 1 MiB apart, each charging its gap: a
+     * standard error of sqrt(1024) MiB. */
     double want = 1024.0 * MIB;
-    check(copied > 0.85 * want && copied < 1.15 * want, "shim_copies_counted", "%.1f MiB of %.1f",
-          (double)copied / MIB, want / MIB);
+    check(near((double)copied, want, sqrt(want / MIB) * MIB), "shim_copies_counted",
+          "%.1f MiB of %.1f", (double)copied / MIB, want / MIB);
 }
 
 static void test_errno(void)
