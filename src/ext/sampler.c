@@ -617,6 +617,10 @@ int sonde_sampler_start_gil(sonde_sampler_t *s)
     const char *test_cpu = getenv("SONDE_TEST_SAMPLER_CPU");
     sampler_test_cpu = test_cpu && *test_cpu ? atoi(test_cpu) : -1;
     sampler_gc_watch_gil();
+    /* The thread's first tick keeps descriptors near the top of the table:
+     * grown now, while this thread may be the only one, it costs
+     * microseconds, not a grace period of the kernel's */
+    sonde_prim_kept_reserve();
     s->start_ns = sonde_prim_monotonic_ns();
     rc = -pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc < 0) goto error;

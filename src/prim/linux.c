@@ -243,6 +243,26 @@ int sonde_prim_kept_adopt(sonde_prim_kept_fd_t *kept, int fd, bool check)
     return 0;
 }
 
+void sonde_prim_kept_reserve(void)
+{
+    int base = linux_kept_base();
+    if (base <= STDERR_FILENO + 1) return; /* kept just above 2: the table holds them */
+    int top = base + LINUX_KEPT_MAX - 1;
+    if (fcntl(top, F_GETFD) >= 0) return; /* the table reaches that far already */
+    /* any open descriptor serves as the original; the program may have
+     * started without 0-2 */
+    int fd = -1;
+    for (int std = STDIN_FILENO; std <= STDERR_FILENO && fd < 0; std++)
+        fd = fcntl(std, F_DUPFD_CLOEXEC, top);
+    if (fd < 0) {
+        int any = open("/", O_PATH | O_CLOEXEC);
+        if (any < 0) return;
+        fd = fcntl(any, F_DUPFD_CLOEXEC, top);
+        close(any);
+    }
+    if (fd >= 0) close(fd);
+}
+
 int sonde_prim_kept_get(sonde_prim_kept_fd_t *kept)
 {
     struct stat st;

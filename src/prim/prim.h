@@ -118,6 +118,13 @@ int sonde_prim_kept_get(sonde_prim_kept_fd_t *kept);
 /* Closes the descriptor if it is still sonde's, and forgets it either way.
  * Safe on one not open. */
 void sonde_prim_kept_close(sonde_prim_kept_fd_t *kept);
+/* Grows the descriptor table once to hold every kept descriptor (a
+ * duplicate at the highest number one may take, closed at once). Call it
+ * before the process's first thread of sonde's starts: the kernel grows a
+ * table shared by several threads only after an RCU grace period
+ * (milliseconds), one it alone uses at once. Nothing to report: a table
+ * that could not grow grows later, when a descriptor is kept. */
+void sonde_prim_kept_reserve(void);
 
 /* The process's file-creation mask (umask), read without changing it where
  * the kernel reports it (changing it, even briefly, races with other

@@ -9,7 +9,9 @@
  * The descriptors: a file opened while 0 or 2 is closed moves above 2; a
  * kept descriptor the program closed, or closed and reused, is forgotten
  * and never closed by sonde; a kept descriptor leaves the program the
- * numbers it would get without sonde.
+ * numbers it would get without sonde; reserving grows the descriptor table
+ * to hold every kept descriptor and leaves no descriptor open, with 0-2
+ * open or closed.
  */
 #include "prim/prim.h"
 
@@ -19,6 +21,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MS (1000 * 1000ull)
@@ -137,8 +140,75 @@ static void test_kept(void)
     check(kept.fd == -1, "kept_close_forgets", "fd %d", kept.fd);
 }
 
+/* The descriptor table's size (FDSize in /proc/self/status), or -1. */
+static int fd_table_size(void)
+{
+    char text[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) close(fd);
+    const char *line = n > 0 ? (text[n] = 0, strstr(text, "\nFDSize:")) : NULL;
+    return line ? atoi(line + sizeof "\nFDSize:" - 1) : -1;
+}
+
+/* The lowest free descriptor number (as open would give it). */
+static int lowest_free(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) close(fd);
+    return fd;
+}
+
+typedef struct reserve_result {
+    int size_before, size_after, free_before, free_after;
+} reserve_result_t;
+
+/* In a fresh child (a table of its own, grown by nothing yet) with a limit
+ * of 1024 descriptors and, if close_std, 0-2 closed: the table's size and
+ * the lowest free number before and after sonde_prim_kept_reserve. */
+static void test_kept_reserve(bool close_std)
+{
+    int pipe_fds[2];
+    reserve_result_t res = {-1, -1, -1, -1};
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_max < 1024 || pipe(pipe_fds) != 0) {
+        check(true, "kept_reserve_skipped", "hard descriptor limit below 1024");
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        limit.rlim_cur = 1024;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        if (close_std)
+            for (int std = 0; std <= 2; std++)
+                close(std);
+        res.size_before = fd_table_size();
+        res.free_before = lowest_free();
+        sonde_prim_kept_reserve();
+        res.size_after = fd_table_size();
+        res.free_after = lowest_free();
+        _exit(write(pipe_fds[1], &res, sizeof res) == sizeof res ? 0 : 1);
+    }
+    close(pipe_fds[1]);
+    int status = 0;
+    bool got = pid > 0 && read(pipe_fds[0], &res, sizeof res) == sizeof res;
+    close(pipe_fds[0]);
+    if (pid > 0) waitpid(pid, &status, 0);
+    char name[64];
+    /* kept descriptors go from 1024 - 320 up, at most 256 of them */
+    snprintf(name, sizeof name, "kept_reserve_grows_table%s", close_std ? "_std_closed" : "");
+    check(got && res.size_before < 960 && res.size_after >= 960, name, "FDSize %d -> %d",
+          res.size_before, res.size_after);
+    snprintf(name, sizeof name, "kept_reserve_leaves_nothing_open%s",
+             close_std ? "_std_closed" : "");
+    check(got && res.free_before == res.free_after, name, "lowest free %d -> %d", res.free_before,
+          res.free_after);
+}
+
 int main(void)
 {
+    test_kept_reserve(false);
+    test_kept_reserve(true);
     test_wake();
     test_above_std(0);
     test_above_std(2);
