@@ -193,7 +193,7 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
         sonde_cli_error("%s", first_err);
         return 2;
     }
-    if (collect && !collect->no_subprocesses) {
+    if (collect && period) {
         sonde_collect_out_t out = {.compress = sonde_cli_gzip};
         main_periods_t periods = {.args = period, .format = collect->format};
         if (period) {
@@ -289,6 +289,8 @@ int sonde_cli_main(int argc, char **argv)
     if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);
+    if (strcmp(cmd, "_children") == 0)
+        return sonde_collect_children_main(argc - 2, argv + 2, sonde_cli_gzip);
     if (cmd[0] == '-')
         sonde_cli_error("unknown option '%s' (see 'sonde --help')", cmd);
     else

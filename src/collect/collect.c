@@ -32,6 +32,7 @@
  * signal handler, installed only while the last periods are sent).
  */
 #include "collect.h"
+#include "collect_internal.h"
 
 #include "../core/buf.h"
 #include "../core/file.h"
@@ -99,7 +100,7 @@ static int collect_make_dir(sonde_buf_t *dir)
 
 /* Removes the directory and what is in it (files only: nothing else is
  * made there). */
-static void collect_remove_dir(const char *dir)
+void sonde__collect_remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (d) {
@@ -131,7 +132,7 @@ static ssize_t readlink_proc_exe(pid_t pid, char *out, size_t size)
 }
 
 /* Whether process pid runs (not a zombie). */
-static bool collect_alive(int pid)
+bool sonde__collect_alive(int pid)
 {
     char path[64], stat[512];
     if (pid <= 0 || kill(pid, 0) != 0) return false;
@@ -235,7 +236,7 @@ static bool collect_waiting(const char *dirpath, const char *exe, collect_list_t
 {
     if (collect_list(dirpath, list) < 0) return false;
     for (size_t i = 0; i < list->n; i++)
-        if (!list->items[i].handed && collect_alive(list->items[i].pid)) return true;
+        if (!list->items[i].handed && sonde__collect_alive(list->items[i].pid)) return true;
     /* no child of ours left (the usual end): no need to look through /proc */
     siginfo_t info;
     memset(&info, 0, sizeof info);
@@ -270,16 +271,9 @@ static int collect_stem_gen(const char *stem)
     return g ? atoi(g + 2) : 0;
 }
 
-/* The single-process profiles a merge was made of (pprof's per-process
- * samples, sonde_pprof_opts_t.parts), each with its process's pid. */
-typedef struct collect_parts {
-    sonde_profile_t *items;
-    size_t n, cap;
-} collect_parts_t;
-
 /* Keeps one (moved in: the caller no longer frees it); on failure frees
  * it (the merge has it anyway; pprof then lacks its per-process samples). */
-static void collect_parts_keep(collect_parts_t *parts, sonde_profile_t *one)
+void sonde__collect_parts_keep(sonde__collect_parts_t *parts, sonde_profile_t *one)
 {
     if (parts->n == parts->cap) {
         size_t cap = parts->cap ? parts->cap * 2 : 8;
@@ -295,7 +289,7 @@ static void collect_parts_keep(collect_parts_t *parts, sonde_profile_t *one)
     parts->items[parts->n++] = *one;
 }
 
-static void collect_parts_free(collect_parts_t *parts)
+void sonde__collect_parts_free(sonde__collect_parts_t *parts)
 {
     for (size_t i = 0; i < parts->n; i++)
         sonde_profile_free(&parts->items[i]);
@@ -308,7 +302,7 @@ static void collect_parts_free(collect_parts_t *parts)
  * over (killed, or still running); a profile that cannot be read is
  * counted too, with one line saying why. */
 static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profile_t *merged,
-                         collect_parts_t *parts, uint64_t *lost, collect_root_t *root)
+                         sonde__collect_parts_t *parts, uint64_t *lost, collect_root_t *root)
 {
     int n = 0;
     *lost = 0;
@@ -351,7 +345,7 @@ static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profil
             sonde_profile_free(&one);
         } else {
             n++;
-            collect_parts_keep(parts, &one);
+            sonde__collect_parts_keep(parts, &one);
         }
     }
     sonde_buf_free(&path);
@@ -408,7 +402,7 @@ static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
 /* Reads a profile file into merged. Returns 0, or -errno after one line
  * saying why it is left out. */
 static int collect_load_into(const char *path, int pid, sonde_profile_t *merged,
-                             collect_parts_t *parts)
+                             sonde__collect_parts_t *parts)
 {
     sonde_buf_t text = SONDE_BUF_INIT;
     sonde_profile_t one;
@@ -422,7 +416,7 @@ static int collect_load_into(const char *path, int pid, sonde_profile_t *merged,
                 err[0] ? err : strerror(-rc));
         sonde_profile_free(&one);
     } else {
-        collect_parts_keep(parts, &one);
+        sonde__collect_parts_keep(parts, &one);
     }
     sonde_buf_free(&text);
     return rc;
@@ -463,7 +457,7 @@ static bool collect_period_ready(const char *dirpath, uint64_t count, uint64_t u
             continue;
         snprintf(path, sizeof path, "%s/%s.p%llu.json", dirpath, it->stem,
                  (unsigned long long)count);
-        if (!it->handed && access(path, F_OK) != 0 && collect_alive(it->pid)) return false;
+        if (!it->handed && access(path, F_OK) != 0 && sonde__collect_alive(it->pid)) return false;
     }
     return true;
 }
@@ -479,7 +473,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
 {
     sonde_profile_t merged;
     sonde_profile_init(&merged);
-    collect_parts_t parts = {0};
+    sonde__collect_parts_t parts = {0};
     uint64_t lost = 0;
     unsigned pieces = 0; /* profiles read */
     char path[PATH_MAX], stem[64];
@@ -508,7 +502,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
                 unlink(path);
                 unlink(live);
                 pieces++;
-            } else if (final || !collect_alive(it->pid)) {
+            } else if (final || !sonde__collect_alive(it->pid)) {
                 /* ended without a profile (killed), or still running at
                  * the end: its file is read again after a last look */
                 snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
@@ -530,7 +524,7 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     /* the last period, after every process ended, holds nothing: not sent */
     if (!(final && pieces == 0 && lost == 0) && sonde_profile_finish(&merged) == 0)
         (void)cp->out->submit(cp->out->arg, &merged, parts.items, parts.n, from_ns, until_ns);
-    collect_parts_free(&parts);
+    sonde__collect_parts_free(&parts);
     sonde_profile_free(&merged);
 }
 
@@ -613,9 +607,9 @@ static void collect_periods_end(const char *dirpath, collect_periods_t *cp, coll
 
 /* Writes the merged report as opts asks. Prints a one-line error on
  * failure. */
-static void collect_report(sonde_profile_t *prof, const collect_parts_t *parts,
-                           const sonde_run_opts_t *opts, const char *pkg_dir, int gen,
-                           sonde_compress_fn compress)
+int sonde__collect_report(sonde_profile_t *prof, const sonde__collect_parts_t *parts,
+                          const sonde_run_opts_t *opts, const char *pkg_dir, int gen,
+                          sonde_compress_fn compress)
 {
     /* The program's image that handed over was the one an os.exec* of the
      * interpreter started: its report goes where the boot said it would
@@ -644,6 +638,7 @@ static void collect_report(sonde_profile_t *prof, const collect_parts_t *parts,
                 outfile ? outfile : "", strerror(-rc));
     sonde_buf_free(&viewer);
     sonde_buf_free(&exec_name);
+    return rc;
 }
 
 /* Ends this process the way the program's wait status says. */
@@ -718,7 +713,7 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
         if (rc < 0) {
             if (periods.word) munmap((void *)periods.word, sizeof(uint64_t));
             sigprocmask(SIG_SETMASK, &old, NULL);
-            collect_remove_dir(dir.data);
+            sonde__collect_remove_dir(dir.data);
             sonde_buf_free(&dir);
             return rc;
         }
@@ -734,7 +729,7 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             free(none.items);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
-        collect_remove_dir(dir.data);
+        sonde__collect_remove_dir(dir.data);
         sonde_buf_free(&dir);
         snprintf(err, err_len, "cannot start the program: %s", strerror(-rc));
         return rc;
@@ -811,7 +806,7 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
 
     sonde_profile_t merged;
     sonde_profile_init(&merged);
-    collect_parts_t parts = {0};
+    sonde__collect_parts_t parts = {0};
     uint64_t lost = 0;
     collect_root_pid = (int)root;
     collect_root_t from_root;
@@ -834,14 +829,14 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
             snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
             sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
         }
-        collect_report(&merged, &parts, opts, pkg_dir,
-                       from_root.first_gen > 0 ? from_root.first_gen : 0,
-                       out ? out->compress : NULL);
+        (void)sonde__collect_report(&merged, &parts, opts, pkg_dir,
+                                    from_root.first_gen > 0 ? from_root.first_gen : 0,
+                                    out ? out->compress : NULL);
     }
-    collect_parts_free(&parts);
+    sonde__collect_parts_free(&parts);
     sonde_profile_free(&merged);
     free(list.items);
-    collect_remove_dir(dir.data);
+    sonde__collect_remove_dir(dir.data);
     sonde_buf_free(&dir);
     return collect_end_like(root_status, &set, &old);
 }

@@ -56,6 +56,12 @@ typedef struct sonde_collect_out {
  * merge to out->submit instead of writing a report. On a failure before
  * the program starts, returns a negative errno with a message in err (the
  * caller prints it; "" when out->start printed it). */
+/* `sonde _children DIR ROOT_STEM OPTIONS OUTFILE PKG_DIR NOT_FOLLOWED
+ * REMOVED DIR_ERRNO ROOT_PID` (argv from DIR on): the report of a program and its
+ * followed processes, at the program's end (children.c). Returns the exit
+ * status: 0, or 2 when the root's profile cannot be read. */
+int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compress);
+
 int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_program_t *prog,
                       const char *options, bool preload_shim, const sonde_run_opts_t *opts,
                       const sonde_collect_out_t *out, char *err, size_t err_len);

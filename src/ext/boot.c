@@ -329,10 +329,26 @@ static bool boot_multiprocessing_code(int argc, char *const *argv)
     return false;
 }
 
+/* Whether a command line starts one of multiprocessing's helpers that end
+ * after the program (the forkserver, the resource tracker). */
+static bool boot_multiprocessing_service(int argc, char *const *argv)
+{
+    static const char *const services[] = {"from multiprocessing.forkserver",
+                                           "from multiprocessing.resource_tracker",
+                                           "from multiprocessing.semaphore_tracker"};
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "-c") == 0) {
+            for (size_t k = 0; k < SONDE_ARRAY_LEN(services); k++)
+                if (strncmp(argv[i + 1], services[k], strlen(services[k])) == 0) return true;
+            return false;
+        }
+    return false;
+}
+
 int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
 {
     if (!boot_handover.pid || boot_handover.pid != getpid() || !PyDict_Check(env)) return 0;
-    if (spawn && !boot_handover.collect) return 0; /* --no-subprocesses */
+    if (spawn && !sonde_children_follow()) return 0; /* --no-subprocesses */
     /* a new process, or an exec in a child: its profile goes to the collector */
     bool child = spawn || boot_handover.child;
     /* the new program's word, from its command line */
@@ -386,6 +402,19 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
             goto done;
         }
     }
+    /* the directory the new process hands its profile over in: a new
+     * process's, made now if need be; an exec keeps its process's handed
+     * one (a child's, or --period's), and the root's own goes with the
+     * root's report before the exec (session.c) */
+    const char *dir = spawn ? sonde_children_dir_ensure() : sonde_children_dir_handed();
+    if (spawn && !dir) { /* not followed: counted once it started */
+        rc = 2;
+        goto done;
+    }
+    const char *role = spawn && boot_multiprocessing_service((int)n, cargv) ? "2"
+                       : boot_handover.child && sonde_children_role() == SONDE_CHILDREN_SERVICE
+                           ? "2"
+                           : "1";
     int next = boot_handover.gen + 1;
     if (!child && boot_handover.base &&
         sonde_launch_exec_name(boot_handover.base, next, &file) < 0) {
@@ -405,9 +434,8 @@ int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn)
                     boot_env_set(&ctx, SONDE_ENV_EXEC_BASE,
                                  boot_handover.base ? boot_handover.base : "") < 0 ||
                     boot_env_set(&ctx, SONDE_ENV_EXEC_OUTFILE, file.data ? file.data : "") < 0)) ||
-        (boot_handover.collect &&
-         boot_env_set(&ctx, SONDE_ENV_COLLECT, boot_handover.collect) < 0) ||
-        (child && boot_env_set(&ctx, SONDE_ENV_CHILD, "1") < 0)) {
+        (dir && boot_env_set(&ctx, SONDE_ENV_COLLECT, dir) < 0) ||
+        (child && boot_env_set(&ctx, SONDE_ENV_CHILD, role) < 0)) {
         rc = 0; /* the new program runs unprofiled, as it would anyway */
         goto done;
     }
@@ -519,7 +547,7 @@ int sonde_boot_gil(void)
     BOOT_DUP(collect, SONDE_ENV_COLLECT);
     BOOT_DUP(child, SONDE_ENV_CHILD);
 #undef BOOT_DUP
-    bool is_child = *collect && strcmp(child, "1") == 0;
+    bool is_child = *collect && (strcmp(child, "1") == 0 || strcmp(child, "2") == 0);
     bool preload = getenv(SONDE_ENV_HAD_PRELOAD) != NULL;
     boot_module_main = strncmp(program, "-m ", 3) == 0;
     if (boot_restore_environ(had, orig) < 0) goto done;
@@ -555,6 +583,11 @@ int sonde_boot_gil(void)
         const char *shown = strncmp(program, "-m ", 3) == 0 ? program + 3 : program;
         if (*exec_outfile) opts.outfile = exec_outfile;
         if (is_child) opts.outfile = NULL;
+        sonde_children_init(!opts.no_subprocesses, collect,
+                            !is_child                 ? SONDE_CHILDREN_ROOT
+                            : strcmp(child, "2") == 0 ? SONDE_CHILDREN_SERVICE
+                                                      : SONDE_CHILDREN_CHILD,
+                            options);
         sonde_session_set_collector(*collect ? collect : NULL, is_child,
                                     *exec_gen ? atoi(exec_gen) : 0);
         if (sonde_session_start_gil(&opts, true, shown) == 0) {
@@ -588,7 +621,8 @@ done:
 
 int sonde_boot_fork_child_gil(void)
 {
-    if (!boot_handover.pid || !boot_handover.collect || !boot_handover.options) return 0;
+    const char *dir = sonde_children_dir();
+    if (!boot_handover.pid || !dir || !boot_handover.options) return 0;
     boot_handover.pid = getpid();
     boot_handover.child = true;
     boot_handover.gen = 0;
@@ -597,7 +631,7 @@ int sonde_boot_fork_child_gil(void)
     char err[512] = "";
     if (sonde_run_opts_decode(&opts, boot_handover.options, err, sizeof err) < 0) return 0;
     opts.outfile = NULL;
-    int rc = sonde_session_restart_in_child_gil(&opts, boot_handover.collect);
+    int rc = sonde_session_restart_in_child_gil(&opts, dir);
     sonde_run_opts_free(&opts);
     return rc;
 }

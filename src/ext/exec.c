@@ -294,13 +294,14 @@ static bool exec_list_is_us(PyObject *executables)
 static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *call_args = args, *owned = NULL, *env = NULL;
-    bool followed = false;
+    bool followed = false, unfollowed = false;
     if ((!kwargs || PyDict_GET_SIZE(kwargs) == 0) && PyTuple_GET_SIZE(args) > 5 &&
         exec_list_is_us(PyTuple_GET_ITEM(args, 1)) &&
         (env = exec_env_dict(PyTuple_GET_ITEM(args, 5)))) {
         int rc = sonde_boot_exec_env_gil(PyTuple_GET_ITEM(args, 0), env, true);
-        PyObject *list = rc > 0 ? exec_env_list(env) : NULL;
-        if (rc < 0 || (rc > 0 && !list)) {
+        unfollowed = rc == 2;
+        PyObject *list = rc == 1 ? exec_env_list(env) : NULL;
+        if (rc < 0 || (rc == 1 && !list)) {
             Py_DECREF(env);
             return NULL;
         }
@@ -319,7 +320,7 @@ static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs
     exec_in_fork_exec++;
     PyObject *res = PyObject_Call(exec_real[EXEC_FORK_EXEC], call_args, kwargs);
     exec_in_fork_exec--;
-    if (res && followed) sonde_session_note_spawn();
+    if (res && (followed || unfollowed)) sonde_children_note_spawn(followed);
     Py_XDECREF(owned);
     return res;
 }
@@ -330,7 +331,7 @@ static PyObject *exec_fork_exec(PyObject *self, PyObject *args, PyObject *kwargs
 static PyObject *exec_posix_spawn(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *call_args = args, *owned = NULL, *env = NULL;
-    bool followed = false;
+    bool followed = false, unfollowed = false;
     if (PyTuple_GET_SIZE(args) == 3 && exec_target_runs(PyTuple_GET_ITEM(args, 0)) &&
         exec_same_interpreter(PyTuple_GET_ITEM(args, 0)) &&
         (env = exec_env_dict(PyTuple_GET_ITEM(args, 2)))) {
@@ -339,7 +340,8 @@ static PyObject *exec_posix_spawn(PyObject *self, PyObject *args, PyObject *kwar
             Py_DECREF(env);
             return NULL;
         }
-        if (rc > 0 &&
+        unfollowed = rc == 2;
+        if (rc == 1 &&
             (owned = PyTuple_Pack(3, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1), env))) {
             call_args = owned;
             followed = true;
@@ -348,7 +350,7 @@ static PyObject *exec_posix_spawn(PyObject *self, PyObject *args, PyObject *kwar
         if (PyErr_Occurred()) return NULL;
     }
     PyObject *res = PyObject_Call(exec_real[EXEC_SPAWN], call_args, kwargs);
-    if (res && followed) sonde_session_note_spawn();
+    if (res && (followed || unfollowed)) sonde_children_note_spawn(followed);
     Py_XDECREF(owned);
     return res;
 }

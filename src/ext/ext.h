@@ -20,6 +20,7 @@
 #include "../sample/sample.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 
 /* ---- which files are profiled (filter.c) --------------------------------- */
@@ -197,7 +198,9 @@ bool sonde_session_from_run(void);
  * before its extension (or the terminal). argv: the new command line.
  * Returns 1 done, 0 nothing handed over (no boot in this process, a command
  * line that runs no program, or the hand-over failed: the program then
- * runs unprofiled), -1 with a Python exception (out of memory). */
+ * runs unprofiled), 2 (spawn only) a process to follow that cannot be (no
+ * directory for its profile: count it once started), -1 with a Python
+ * exception (out of memory). */
 int sonde_boot_exec_env_gil(PyObject *argv, PyObject *env, bool spawn);
 /* spawn: the same for a new process (subprocess, multiprocessing's spawn
  * and forkserver: exec.c wraps _posixsubprocess.fork_exec), which is
@@ -254,6 +257,61 @@ int sonde_boot_gil(void);
 
 /* Directory of the sonde package (owned by module.c; set at import). */
 extern char sonde_ext_pkg_dir[4096];
+/* The first <prefix>/bin/sonde above the package (sonde_ext_pkg_dir) that
+ * is an executable file, into buf. Returns 0, or -ENOENT with the nearest
+ * candidate (the build tree's) in buf, or -ENAMETOOLONG. */
+int sonde_ext_command_path(char *buf, size_t len);
+
+/* ---- the program's followed processes (children.c) --------------------------------- */
+
+/* The part a process plays when `sonde run` follows processes. */
+enum {
+    SONDE_CHILDREN_ROOT = 0,   /* the process `sonde run` started: writes the report */
+    SONDE_CHILDREN_CHILD = 1,  /* a followed process: hands its profile over */
+    SONDE_CHILDREN_SERVICE = 2 /* one of multiprocessing's helpers (forkserver,
+                                  resource tracker), which end after the root:
+                                  never waited for */
+};
+/* At boot: whether the run follows processes, the directory handed over
+ * (NULL: none yet), this process's role and the run's encoded options. */
+void sonde_children_init(bool follow, const char *dir, int role, const char *options);
+/* Whether this process follows the processes it starts. */
+bool sonde_children_follow(void);
+int sonde_children_role(void);
+/* The private directory (NULL: none, or not this process's). */
+const char *sonde_children_dir(void);
+/* The directory when it was handed over to this process (a child's, or
+ * the collector's of --period), not made here; else NULL. */
+const char *sonde_children_dir_handed(void);
+/* Before a followed process starts: the directory, made by the root on
+ * first use (again if the program removed it). NULL when it cannot be
+ * made (the process is then not followed: sonde_children_note_spawn(false))
+ * or this process does not follow. */
+const char *sonde_children_dir_ensure(void);
+/* A process was started: followed (it hands its profile over), or not for
+ * want of a directory (counted lost). */
+void sonde_children_note_spawn(bool followed);
+/* Followed processes this process started (its profile says so). */
+unsigned sonde_children_spawned(void);
+/* In a forked child that is followed: it becomes a child of the directory. */
+void sonde_children_forked(void);
+/* Whether the root's report merges its followed processes (or says that
+ * some could not be followed). */
+bool sonde_children_merges(void);
+/* The root's report without a directory: counts the processes that could
+ * not be followed in prof and says so in one line. */
+void sonde_children_account_alone(sonde_profile_t *prof);
+/* The root's end: hands prof over, runs the command that waits, merges
+ * and writes the report to outfile (NULL: stderr), and waits for it.
+ * Returns 0 (the report is written, or the command said why not) or
+ * -errno after one line (the caller then writes prof's report alone). */
+int sonde_children_finish(const sonde_profile_t *prof, const char *outfile);
+/* SIGTERM while the root waits: the merging command ends its wait now.
+ * Async-signal-safe. */
+void sonde_children_on_sigterm(void);
+/* SIGXFSZ held back on this thread around a write (see children.c). */
+void sonde_children_xfsz_hold(sigset_t *old, bool *had);
+void sonde_children_xfsz_release(const sigset_t *old, bool had);
 
 /* ---- memory profiling (memory.c, memory_hook.c) ----------------------------------
  * `sonde run --memory`: the allocator shim (src/shim/, preloaded) counts

@@ -391,10 +391,7 @@ static PyTypeObject module_profile_type = {
 #define MODULE_COMMAND_UP_MIN 2
 #define MODULE_COMMAND_UP_MAX 4
 
-/* The first <prefix>/bin/sonde above this package (sonde_ext_pkg_dir)
- * that is an executable file, into buf. Returns 0, or -ENOENT with the
- * nearest candidate (the build tree's) in buf, or -ENAMETOOLONG. */
-static int module_command_path(char *buf, size_t len)
+int sonde_ext_command_path(char *buf, size_t len)
 {
     char nearest[sizeof sonde_ext_pkg_dir + sizeof MODULE_COMMAND_REL] = "";
     if ((size_t)snprintf(buf, len, "%s", sonde_ext_pkg_dir) >= len) return -ENAMETOOLONG;
@@ -447,7 +444,7 @@ static PyObject *module_main(PyObject *self, PyObject *arg)
         PyErr_NoMemory();
         goto done;
     }
-    int found = module_command_path(command, sizeof command);
+    int found = sonde_ext_command_path(command, sizeof command);
     int argc = 0;
     argv[argc++] = command;
     PyObject *exe = PySys_GetObject("executable"); /* borrowed */

@@ -61,16 +61,15 @@ typedef struct sonde_session {
     int exit_status;
     char exit_exception[64]; /* the exception's type name; "" none */
     bool exec_wrapped;       /* os.execv/execve wrapped for this session (exec.c) */
-    /* Following processes (src/collect/): the collector's directory (owned;
-     * NULL: not followed), this process's file stem there ("<pid>-<ns>":
-     * "<stem>.live" made at start, "<stem>.json" its profile), whether it
-     * is a child (its profile always goes there) and whether it started a
-     * followed process (then its own profile goes there too, to be merged;
-     * otherwise it writes its report itself, as without a collector). */
+    /* Following processes (children.c): the directory a followed child
+     * hands its profile over in, or the collector's of `sonde run --period`
+     * (owned; NULL: none), this process's file stem there ("<pid>-<ns>-g<gen>":
+     * "<stem>.live" made at start, "<stem>.json" its profile), and whether it
+     * is a child (its profile always goes there). The root's own directory,
+     * made when it first starts a followed process, is children.c's. */
     char *collect_dir;
     char collect_stem[64];
     bool child;
-    atomic_bool spawned;
     /* `sonde run --period`: the collector's period count, mapped from
      * "period" in its directory (NULL: no periods). Every period's
      * profile goes to the collector, the process's own included. */
@@ -173,8 +172,7 @@ void sonde_session_set_collector(const char *dir, bool child, int gen)
 
 void sonde_session_note_spawn(void)
 {
-    if (session.active && session.collect_dir && session.pid == getpid())
-        atomic_store(&session.spawned, true);
+    sonde_children_note_spawn(true);
 }
 
 /* "<dir>/<stem><suffix>" into out. Returns 0 or -ENOMEM. */
@@ -190,7 +188,10 @@ static int session_collect_path(const sonde_session_t *s, const char *suffix, so
 static void session_collect_live(sonde_session_t *s)
 {
     sonde_buf_t path = SONDE_BUF_INIT;
-    if (session_collect_path(s, ".live", &path) == 0) {
+    /* multiprocessing's forkserver and resource tracker end after the root:
+     * ".svc" says not to wait for them */
+    const char *marker = sonde_children_role() == SONDE_CHILDREN_SERVICE ? ".svc" : ".live";
+    if (session_collect_path(s, marker, &path) == 0) {
         int fd = open(path.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd >= 0) close(fd);
     }
@@ -210,6 +211,23 @@ static void session_collect_unlink_live(sonde_session_t *s)
     if (!s->collect_dir || !s->collect_stem[0]) return;
     sonde_buf_t path = SONDE_BUF_INIT;
     if (session_collect_path(s, ".live", &path) == 0) unlink(path.data);
+    sonde_buf_reset(&path);
+    if (session_collect_path(s, ".svc", &path) == 0) unlink(path.data);
+    sonde_buf_free(&path);
+}
+
+/* A hand-over that failed leaves "<stem>.e<errno>" (an empty file: a name
+ * needs no room in the file system's blocks), so that the report can say
+ * why this process is missing. Best effort. */
+static void session_collect_failed(sonde_session_t *s, int rc)
+{
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, ".e%d", rc < 0 ? -rc : EIO);
+    sonde_buf_t path = SONDE_BUF_INIT;
+    if (session_collect_path(s, suffix, &path) == 0) {
+        int fd = open(path.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
     sonde_buf_free(&path);
 }
 
@@ -225,8 +243,13 @@ static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, co
         sonde_report_ctx_t ctx;
         sonde_report_ctx_init(&ctx, -1);
         ctx.viewer_dir = s->viewer_dir;
+        sigset_t old;
+        bool had;
+        sonde_children_xfsz_hold(&old, &had);
         rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path.data, -1, what);
+        sonde_children_xfsz_release(&old, had);
     }
+    if (rc < 0) session_collect_failed(s, rc);
     sonde_buf_free(&path);
     return rc;
 }
@@ -247,17 +270,18 @@ static int session_process(const sonde_session_t *s, sonde_profile_t *prof)
                                .ppid = (int)getppid(),
                                .cmdline = cmdline,
                                .wall_sec = prof->elapsed_sec,
+                               .followed = (int)sonde_children_spawned(),
                                .complete = s->from_run};
     if (sonde_prim_self_usage(&process.cpu_sec, &process.peak_mb) < 0)
         process.cpu_sec = process.peak_mb = 0;
     return sonde_profile_add_process(prof, &process);
 }
 
-/* Whether the profile goes to the collector: a followed child, a process
- * that started one, every process with periods. */
+/* Whether the profile goes to the collector: a followed child, every
+ * process with periods. */
 static bool session_to_collector(sonde_session_t *s)
 {
-    return s->collect_dir && (s->child || atomic_load(&s->spawned) || s->periods);
+    return s->collect_dir && (s->child || s->periods);
 }
 
 /* Builds the profile of what was sampled (since the current period began,
@@ -308,6 +332,11 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
         goto done;
     }
     session_collect_unlink_live(s);
+    if (s->from_run && sonde_children_merges()) {
+        /* the root of followed processes: the report of all of them */
+        if (sonde_children_dir() && sonde_children_finish(&prof, s->outfile) == 0) goto done;
+        sonde_children_account_alone(&prof);
+    }
     if (session_defer_empty(s, &prof)) goto done;
     /* The terminal decides colour and width only when the report goes to
      * stderr; a file gets the defaults. */
@@ -318,8 +347,12 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     ctx.viewer_dir = s->viewer_dir;
     ctx.pprof.compress = sonde_ext_gzip; /* plain protobuf off Python's threads */
     ctx.pprof.compress_arg = python_thread ? SONDE_EXT_GZIP_TAKE_GIL : NULL;
+    sigset_t old;
+    bool had;
+    sonde_children_xfsz_hold(&old, &had);
     rc = sonde_report_emit(s->opts.format ? s->opts.format : sonde_format_default(), &prof, &ctx,
                            s->outfile, 2, what);
+    sonde_children_xfsz_release(&old, had);
 done:
     sonde_profile_free(&prof);
     return rc;
@@ -455,6 +488,7 @@ static void session_sigterm(int sig)
     }
     if (atomic_load(&session.stopping)) {
         session_sigterm_deferred = 1;
+        sonde_children_on_sigterm(); /* the merge at the end stops waiting */
         return;
     }
     sonde_sampler_signal_terminate(&session.sampler);
@@ -564,10 +598,22 @@ static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_N
  * forked from another thread is not followed: that thread may end there
  * as a thread, leaving a process that plain python would have ended. */
 static bool session_fork_from_start_thread;
+/* The directory the child of the fork under way hands its profile over in
+ * (borrowed from children.c; NULL: not followed). */
+static const char *session_fork_dir;
+
+/* Whether the fork under way makes a process to follow: os.fork() from the
+ * thread that started the session, not a C-level fork before an exec. */
+static bool session_fork_follows(void)
+{
+    return session.active && session.pid == getpid() && session_fork_from_start_thread &&
+           !sonde_exec_in_fork_exec() && sonde_children_follow();
+}
 
 static PyObject *session_before_fork(PyObject *self, PyObject *unused)
 {
     session_fork_from_start_thread = session.start_ident == PyThread_get_thread_ident();
+    session_fork_dir = session_fork_follows() ? sonde_children_dir_ensure() : NULL;
     if (session.active && session.pid == getpid()) {
         sonde_sampler_pause(&session.sampler);
         sonde_gpu_pause(&session.gpu);
@@ -592,7 +638,7 @@ static int session_resume_pending(void *unused)
  * from a pending call, once os.fork() has returned. */
 static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 {
-    if (!sonde_exec_in_fork_exec()) sonde_session_note_spawn();
+    if (session_fork_follows()) sonde_children_note_spawn(session_fork_dir != NULL);
     if (session.active && session.pid == getpid() &&
         Py_AddPendingCall(session_resume_pending, NULL) != 0)
         session_resume_threads();
@@ -604,9 +650,11 @@ static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
  * hooks before an exec (subprocess's preexec_fn) is left alone. */
 static PyObject *session_after_fork_child(PyObject *self, PyObject *unused)
 {
-    if (session.active && session.collect_dir && !sonde_exec_in_fork_exec() &&
-        session_fork_from_start_thread && sonde_boot_fork_child_gil() < 0)
-        PyErr_Clear(); /* the child runs unprofiled */
+    if (session.active && session_fork_dir && !sonde_exec_in_fork_exec() &&
+        session_fork_from_start_thread) {
+        sonde_children_forked();
+        if (sonde_boot_fork_child_gil() < 0) PyErr_Clear(); /* the child runs unprofiled */
+    }
     Py_RETURN_NONE;
 }
 
@@ -756,7 +804,6 @@ static void session_clear(sonde_session_t *s)
     s->period_map = NULL;
     s->periods = false;
     s->child = false;
-    atomic_store(&s->spawned, false);
     s->cwd = s->viewer_dir = NULL;
     for (int i = 0; i < s->argc; i++)
         free(s->argv[i]);
@@ -818,7 +865,6 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->start_ident = PyThread_get_thread_ident();
     if (session_next_collect && !(s->collect_dir = strdup(session_next_collect))) goto nomem;
     s->child = session_next_child && s->collect_dir;
-    atomic_store(&s->spawned, false);
     if (s->collect_dir) session_collect_begin(s);
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];

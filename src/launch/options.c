@@ -72,6 +72,10 @@ const char sonde_run_usage[] =
     "                             program starts (fork, multiprocessing,\n"
     "                             subprocess of this interpreter) and merge them\n"
     "                             into one report (default), or only the program\n"
+    "  --child-wait SEC           at the program's end, wait at most SEC seconds\n"
+    "                             (default 1) for the followed processes of its\n"
+    "                             process group that still run; those still\n"
+    "                             running then are left out, and counted\n"
     "  -v, --verbose              say on stderr at start what is profiled and why\n"
     "                             something is not (no GPU, ...)\n"
     "  -f, --format FORMAT        the report's format: text (the default), json\n"
@@ -112,6 +116,7 @@ void sonde_run_opts_default(sonde_run_opts_t *opts)
 {
     memset(opts, 0, sizeof *opts);
     opts->interval_sec = 0.01;
+    opts->child_wait_sec = 1.0;
     opts->cpu_percent_threshold = 1.0;
     opts->malloc_threshold = SONDE_DEFAULT_MALLOC_THRESHOLD;
     opts->gpu = -1;
@@ -159,6 +164,14 @@ static int opts_set_interval(sonde_run_opts_t *opts, const char *text)
     double v = 0;
     if (opts_number(text, &v) || v < 0.0001 || v > 10) return -EINVAL;
     opts->interval_sec = v;
+    return 0;
+}
+
+static int opts_set_child_wait(sonde_run_opts_t *opts, const char *text)
+{
+    double v = 0;
+    if (opts_number(text, &v) || v > 3600) return -EINVAL;
+    opts->child_wait_sec = v;
     return 0;
 }
 
@@ -275,6 +288,7 @@ static void opts_settle_format(sonde_run_opts_t *opts)
 }
 
 static const char *const opts_interval[] = {"--interval", NULL};
+static const char *const opts_child_wait[] = {"--child-wait", NULL};
 static const char *const opts_threshold[] = {"--cpu-percent-threshold", NULL};
 static const char *const opts_malloc[] = {"--memory-sample", "--malloc-threshold", NULL};
 static const char *const opts_only[] = {"--profile-only", NULL};
@@ -363,6 +377,11 @@ static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
                 err, err_len,
                 "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
                 value ? value : "");
+    } else if ((rc = opts_valued(argc, argv, i, opts_child_wait, NULL, &value)) != 0) {
+        if (rc < 0 || opts_set_child_wait(opts, value) < 0)
+            return sonde_errf(err, err_len,
+                              "--child-wait needs a number of seconds between 0 and 3600, got '%s'",
+                              value ? value : "");
     } else if ((rc = opts_valued(argc, argv, i, opts_threshold, NULL, &value)) != 0) {
         if (rc < 0 || opts_set_threshold(opts, value) < 0)
             return sonde_errf(
@@ -473,6 +492,8 @@ void sonde_run_opts_encode(const sonde_run_opts_t *opts, sonde_buf_t *out)
     enc_number(out, "malloc_threshold", "%llu", (unsigned long long)opts->malloc_threshold);
     enc_number(out, "gpu", "%d", opts->gpu);
     enc_number(out, "verbose", "%d", opts->verbose);
+    enc_number(out, "subprocesses", "%d", !opts->no_subprocesses);
+    enc_number(out, "child_wait", "%.17g", opts->child_wait_sec);
     enc_field(out, "format", opts->format ? opts->format->name : sonde_format_default()->name);
     if (opts->outfile) enc_field(out, "outfile", opts->outfile);
 }
@@ -520,6 +541,13 @@ static int dec_field(sonde_run_opts_t *opts, const char *key, const char *value)
         return 0;
     }
     if (strcmp(key, "verbose") == 0) return dec_flag(value, &opts->verbose);
+    if (strcmp(key, "subprocesses") == 0) {
+        bool follow = true;
+        int rc = dec_flag(value, &follow);
+        opts->no_subprocesses = !follow;
+        return rc;
+    }
+    if (strcmp(key, "child_wait") == 0) return opts_set_child_wait(opts, value);
     if (strcmp(key, "format") == 0) return opts_set_format(opts, value);
     if (strcmp(key, "outfile") == 0) {
         if (!*value) return -EINVAL;

@@ -40,9 +40,11 @@ typedef struct sonde_run_opts {
     bool stacks;                  /* --stacks, or a format drawn from stacks:
                                      keep the call stack of each sample */
     bool memory;                  /* --memory: also profile memory (allocator shim) */
-    bool no_subprocesses;         /* --no-subprocesses: the command's only (never
-                                     handed over): profile the program alone,
-                                     with no collector process */
+    bool no_subprocesses;         /* --no-subprocesses: profile the program alone
+                                     (its Python processes are not followed) */
+    double child_wait_sec;        /* --child-wait: at the program's end, how long
+                                     it waits at most for the followed processes
+                                     of its own process group still running */
     uint64_t malloc_threshold;    /* --memory-sample (--malloc-threshold): mean
                                      bytes allocated between memory samples */
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU

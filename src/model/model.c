@@ -144,12 +144,13 @@ void sonde_partial_add(sonde_partial_t *dst, const sonde_partial_t *src)
     dst->threads_left_out += src->threads_left_out;
     dst->frames_left_out += src->frames_left_out;
     dst->processes_lost += src->processes_lost;
+    dst->processes_running += src->processes_running;
 }
 
 bool sonde_partial_any(const sonde_partial_t *p)
 {
     return p->failed_reads || p->dropped_samples || p->threads_left_out || p->frames_left_out ||
-           p->processes_lost;
+           p->processes_lost || p->processes_running;
 }
 
 static void model_file_free(sonde_file_stats_t *file)

@@ -63,16 +63,19 @@ typedef struct sonde_line_gpu {
  * profiler, src/ext/memory*.c; the attach loop); the JSON writer always
  * writes it, the terminal report names the non-zero ones in one line. */
 typedef struct sonde_partial {
-    uint64_t failed_reads;     /* samples (or thread lists) ended by a failed read,
+    uint64_t failed_reads;      /* samples (or thread lists) ended by a failed read,
                                   and stacks not kept because no read of
                                   them came out whole */
-    uint64_t dropped_samples;  /* samples taken but not kept: out of memory in
+    uint64_t dropped_samples;   /* samples taken but not kept: out of memory in
                                   the sampler, dropped memory samples */
-    uint64_t threads_left_out; /* thread samples not taken: a tick listed more
+    uint64_t threads_left_out;  /* thread samples not taken: a tick listed more
                                   threads than the sampler takes (summed over ticks) */
-    uint64_t frames_left_out;  /* frames cut from recorded stacks by the depth
+    uint64_t frames_left_out;   /* frames cut from recorded stacks by the depth
                                   limit (summed over samples) */
-    uint64_t processes_lost;   /* processes that could not be followed or read */
+    uint64_t processes_lost;    /* processes that could not be followed or read,
+                                  or that ended without handing their profile over */
+    uint64_t processes_running; /* followed processes still running when the
+                                   report was made (sonde run: left out) */
 } sonde_partial_t;
 
 /* Adds src's counts to dst. */
@@ -123,6 +126,7 @@ typedef struct sonde_process {
     double cpu_sec;  /* the process's CPU time (user + system) */
     double wall_sec; /* its wall-clock time while profiled */
     double peak_mb;  /* its peak resident set (VmHWM, ru_maxrss) */
+    int followed;    /* sonde run: followed processes it started */
     bool complete;   /* the profile covers the whole process */
 } sonde_process_t;
 

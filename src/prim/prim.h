@@ -284,4 +284,19 @@ typedef enum sonde_prim_link {
  * nothing. */
 int sonde_prim_proc_link(const char *path, int *fd);
 
+/* ---- a helper process the program cannot see (spawn.c) ---------------------- */
+
+/* Starts path (argv, envp: prepared by the caller, nothing is allocated in
+ * the children) as a process that is nobody's child the program can see:
+ * the program's SIGCHLD handlers, wait() and waitpid(-1) never see it. It
+ * has descriptors 0-2 and 3, the write end of a pipe whose read end is
+ * *fd (close-on-exec), and no signal blocked. No fork handler runs.
+ * Returns 0 with *fd and its pid in *pid, or -errno. */
+int sonde_prim_spawn_quiet(const char *path, char *const argv[], char *const envp[], int *fd,
+                           pid_t *pid);
+/* Waits until the helper closes its descriptor 3 (it ended), and sets
+ * *result to the last byte it wrote there (-1: none). Closes fd. Returns 0,
+ * -ECHILD when it wrote nothing (it died first), or -errno. */
+int sonde_prim_wait_quiet(int fd, int *result);
+
 #endif

@@ -75,6 +75,8 @@ static void json_partial(sonde_buf_t *out, const sonde_partial_t *partial)
     json_count(out, partial->frames_left_out);
     sonde_buf_puts(out, ", \"processes_lost\": ");
     json_count(out, partial->processes_lost);
+    sonde_buf_puts(out, ", \"processes_running\": ");
+    json_count(out, partial->processes_running);
     sonde_buf_puts(out, "},\n");
 }
 
@@ -109,6 +111,7 @@ static void json_processes(sonde_buf_t *out, const sonde_profile_t *prof)
         sonde_buf_json_number(out, p->wall_sec, JSON_SECONDS_DIGITS);
         sonde_buf_puts(out, ", \"peak_mb\": ");
         sonde_buf_json_number(out, p->peak_mb, JSON_PERCENT_DIGITS);
+        sonde_buf_printf(out, ", \"followed\": %d", p->followed);
         sonde_buf_puts(out, p->complete ? ", \"complete\": true}" : ", \"complete\": false}");
     }
     sonde_buf_puts(out, prof->n_processes ? "\n  ],\n" : "],\n");

@@ -522,6 +522,7 @@ static bool load_processes(load_t *ld, const cJSON *root)
         p.cpu_sec = load_number(ld, entry, "cpu_sec", 0, LOAD_MAX_SEC, 0);
         p.wall_sec = load_number(ld, entry, "wall_sec", 0, LOAD_MAX_SEC, 0);
         p.peak_mb = load_number(ld, entry, "peak_mb", 0, LOAD_MAX_MB, 0);
+        p.followed = (int)load_whole(ld, entry, "followed", 0, LOAD_PID_MAX);
         p.complete = load_bool(ld, entry, "complete");
         if (ld->failed) return false;
         if (sonde_profile_add_process(ld->prof, &p) < 0) return load_oom(ld);
@@ -585,6 +586,8 @@ static bool load_run(load_t *ld, const cJSON *root)
         (uint64_t)load_whole(ld, partial, "frames_left_out", 0, LOAD_MAX_COUNT);
     prof->partial.processes_lost =
         (uint64_t)load_whole(ld, partial, "processes_lost", 0, LOAD_MAX_COUNT);
+    prof->partial.processes_running =
+        (uint64_t)load_whole(ld, partial, "processes_running", 0, LOAD_MAX_COUNT);
 
     snprintf(ld->where, sizeof ld->where, "exit");
     const cJSON *exit_info = load_container(ld, root, "exit", cJSON_Object);

@@ -341,6 +341,7 @@ static void text_partial(text_ctx_t *ctx)
         {p->threads_left_out, "thread sample left out", "thread samples left out"},
         {p->frames_left_out, "frame left out", "frames left out"},
         {p->processes_lost, "process lost", "processes lost"},
+        {p->processes_running, "process still running", "processes still running"},
     };
     const char *sep = ": ";
     sonde__tline_sgr(tl, "33");

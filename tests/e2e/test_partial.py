@@ -14,7 +14,7 @@ from attach_support import Target, load_json, parse_folded, sonde_ok  # noqa: E4
 from support import check  # noqa: E402
 
 PARTIAL_KEYS = {"failed_reads", "dropped_samples", "threads_left_out", "frames_left_out",
-                "processes_lost"}
+                "processes_lost", "processes_running"}
 DEPTH_LIMIT = 256  # SONDE_STACK_MAX_DEPTH (src/sample/sample.h)
 RECURSION = 600    # frames of recursion: deeper than the limit, within Python's
 

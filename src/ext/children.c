@@ -1,0 +1,395 @@
+/* children.c — the program's followed processes, and their merge at its end.
+ *
+ * Owns: which part this process plays when `sonde run` follows the
+ * program's Python processes (the default), the private directory where
+ * the followed processes hand their profiles over, and the root's end.
+ *
+ * The process `sonde run` started is the root: it is the program, with
+ * the parent, group, session and descriptors `python3 prog.py` would have
+ * (no process of sonde's stands between it and its launcher). It makes the
+ * directory only when it first starts a followed process ($TMPDIR, else
+ * /tmp, /dev/shm, /var/tmp, $XDG_RUNTIME_DIR: the first where a directory
+ * can be made and 64 KiB allocated in it). Every followed process (a child)
+ * writes "<stem>.live" there at its start and "<stem>.json" (its profile)
+ * at its end, or "<stem>.e<errno>" when it cannot (session.c). At its own
+ * end the root writes its profile there too and starts the `sonde` command
+ * (`sonde _children`, src/collect/children.c) in a child the program cannot
+ * see end (sonde_prim_spawn_quiet): it waits, at most --child-wait, for the
+ * followed processes of the root's group still running, merges, writes the
+ * one report, says in one line what is missing and why, and removes the
+ * directory. The root waits for it, so the report is whole when the
+ * program's exit status reaches its launcher. Without followed processes
+ * nothing of this happens: the root writes its report itself.
+ *
+ * Called with the GIL from boot.c, session.c and exec.c, or from the
+ * sampler thread (the report after SIGTERM); sonde_children_on_sigterm is
+ * async-signal-safe (it runs in session.c's SIGTERM handler).
+ */
+#include "ext.h"
+
+#include "../report/report.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHILDREN_PROBE_BYTES (64 * 1024) /* allocated once in a new directory */
+
+static struct {
+    bool follow;                  /* the run follows the program's Python processes */
+    int role;                     /* SONDE_CHILDREN_ROOT, _CHILD or _SERVICE */
+    char *dir;                    /* owned; the private directory; NULL: none (yet) */
+    bool made_here;               /* the root made dir (else it was handed over) */
+    char *options;                /* owned; the run's options as handed over (encoded) */
+    int dir_errno;                /* why no directory could be made; 0: none tried or made */
+    unsigned removed;             /* times the directory was found removed by the program */
+    unsigned spawned;             /* followed processes this process started */
+    unsigned lost;                /* processes started but not followed: no directory */
+    pid_t pid;                    /* the process these settings are for */
+    volatile sig_atomic_t helper; /* the merging command while the root waits; 0 */
+} children;
+
+void sonde_children_init(bool follow, const char *dir, int role, const char *options)
+{
+    free(children.dir);
+    free(children.options);
+    memset(&children, 0, sizeof children);
+    children.follow = follow;
+    children.role = role;
+    children.dir = dir && *dir ? strdup(dir) : NULL;
+    children.options = options ? strdup(options) : NULL;
+    children.pid = getpid();
+}
+
+bool sonde_children_follow(void)
+{
+    return children.follow && children.pid == getpid();
+}
+
+int sonde_children_role(void)
+{
+    return children.role;
+}
+
+const char *sonde_children_dir(void)
+{
+    return children.pid == getpid() ? children.dir : NULL;
+}
+
+const char *sonde_children_dir_handed(void)
+{
+    return children.pid == getpid() && !children.made_here ? children.dir : NULL;
+}
+
+void sonde_children_forked(void)
+{
+    /* the child of a fork: a followed process of the same directory */
+    children.role = SONDE_CHILDREN_CHILD;
+    children.made_here = false;
+    children.spawned = children.lost = children.removed = 0;
+    children.dir_errno = 0;
+    children.helper = 0;
+    children.pid = getpid();
+}
+
+void sonde_children_note_spawn(bool followed)
+{
+    if (!sonde_children_follow()) return;
+    if (followed)
+        children.spawned++;
+    else
+        children.lost++;
+}
+
+unsigned sonde_children_spawned(void)
+{
+    return children.pid == getpid() ? children.spawned : 0;
+}
+
+/* ---- the directory ---------------------------------------------------------------- */
+
+/* Holds SIGXFSZ back on the calling thread while a file is written: a
+ * write past RLIMIT_FSIZE then fails with EFBIG instead of killing a
+ * process that plain python would not have killed. *had: it was pending
+ * before (then it is left so). */
+void sonde_children_xfsz_hold(sigset_t *old, bool *had)
+{
+    sigset_t one, pending;
+    sigemptyset(&one);
+    sigaddset(&one, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &one, old);
+    sigpending(&pending);
+    *had = sigismember(&pending, SIGXFSZ) == 1;
+}
+
+/* Takes back a SIGXFSZ the write raised, then restores the mask. */
+void sonde_children_xfsz_release(const sigset_t *old, bool had)
+{
+    sigset_t one, pending;
+    sigemptyset(&one);
+    sigaddset(&one, SIGXFSZ);
+    sigpending(&pending);
+    if (!had && sigismember(&pending, SIGXFSZ) == 1) {
+        struct timespec zero = {0, 0};
+        (void)sigtimedwait(&one, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Allocates CHILDREN_PROBE_BYTES (or the file size limit, when lower) in
+ * a file of dir and removes it: a full file system is found now, and
+ * another place tried, rather than when the profiles are written. Returns
+ * 0 or -errno. */
+static int children_probe(const char *dir)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/probe", dir) >= sizeof path) return -ENAMETOOLONG;
+    off_t bytes = CHILDREN_PROBE_BYTES;
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+        fsize.rlim_cur < (rlim_t)bytes)
+        bytes = (off_t)fsize.rlim_cur;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -errno;
+    int rc = bytes > 0 ? posix_fallocate(fd, 0, bytes) : 0;
+    if (rc == EOPNOTSUPP || rc == EINVAL) rc = 0; /* no fallocate there: trust it */
+    close(fd);
+    unlink(path);
+    return -rc;
+}
+
+static void children_remove_dir(const char *dir);
+
+/* Removes the directories of runs whose root died by SIGKILL (nothing of
+ * theirs could remove them): "sonde-run-<pid>-*" in base, ours, with no
+ * such process. A pid used again by another process keeps its directory
+ * (harmless: it is only not removed). */
+static void children_remove_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d) return;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "sonde-run-", 10) != 0) continue;
+        char *end = NULL;
+        long pid = strtol(e->d_name + 10, &end, 10);
+        struct stat st;
+        if (pid <= 0 || !end || *end != '-' || pid == (long)getpid() ||
+            (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= sizeof path ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        children_remove_dir(path);
+    }
+    closedir(d);
+}
+
+/* Makes a private directory (mode 0700) in the first of the usual places
+ * where one can be made and written. Returns 0 with *out (owned, absolute)
+ * or the first failure's -errno. */
+static int children_make_dir(char **out)
+{
+    const char *bases[] = {getenv("TMPDIR"), "/tmp", "/dev/shm", "/var/tmp",
+                           getenv("XDG_RUNTIME_DIR")};
+    int first = 0;
+    sigset_t old;
+    bool had;
+    sonde_children_xfsz_hold(&old, &had);
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(bases); i++) {
+        const char *base = bases[i];
+        if (!base || base[0] != '/') continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = bases[j] && strcmp(bases[j], base) == 0;
+        if (seen) continue;
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/sonde-run-%d-XXXXXX", base, (int)getpid()) >=
+            sizeof path - 16)
+            continue;
+        children_remove_stale(base);
+        int rc = mkdtemp(path) ? children_probe(path) : -errno;
+        if (rc == 0) {
+            *out = realpath(path, NULL);
+            if (*out) break;
+            rc = -errno;
+        }
+        rmdir(path);
+        if (!first) first = rc;
+    }
+    sonde_children_xfsz_release(&old, had);
+    return *out ? 0 : (first ? first : -ENOENT);
+}
+
+const char *sonde_children_dir_ensure(void)
+{
+    if (!sonde_children_follow()) return NULL;
+    if (children.dir) {
+        struct stat st;
+        if (children.role != SONDE_CHILDREN_ROOT || !children.made_here ||
+            (stat(children.dir, &st) == 0 && S_ISDIR(st.st_mode)))
+            return children.dir;
+        /* the program removed it: a new one for the processes to come;
+         * those that had the old one are counted missing at the end */
+        children.removed++;
+        free(children.dir);
+        children.dir = NULL;
+    }
+    if (children.role != SONDE_CHILDREN_ROOT) return NULL;
+    char *dir = NULL;
+    int rc = children_make_dir(&dir);
+    if (rc < 0) {
+        children.dir_errno = -rc;
+        return NULL;
+    }
+    children.dir = dir;
+    children.made_here = true;
+    children.dir_errno = 0;
+    return children.dir;
+}
+
+/* ---- the root's end ------------------------------------------------------------------ */
+
+void sonde_children_on_sigterm(void)
+{
+    pid_t helper = (pid_t)children.helper;
+    if (helper > 0) kill(helper, SIGTERM);
+}
+
+bool sonde_children_merges(void)
+{
+    return children.pid == getpid() && children.role == SONDE_CHILDREN_ROOT && children.follow &&
+           (children.dir || children.lost);
+}
+
+/* One line on stderr (when it is open) without stdio. */
+static void children_say(const char *fmt, ...)
+{
+    if (!sonde_prim_fd_is_open(STDERR_FILENO)) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n > sizeof line - 2) n = sizeof line - 2;
+    line[n++] = '\n';
+    (void)sonde_write_fd(STDERR_FILENO, line, (size_t)n);
+}
+
+void sonde_children_account_alone(sonde_profile_t *prof)
+{
+    if (!children.lost) return;
+    prof->partial.processes_lost += children.lost;
+    children_say("sonde: %u process%s the program started %s not in the report: no directory "
+                 "for their profiles could be made in $TMPDIR, /tmp, /dev/shm or /var/tmp (%s)",
+                 children.lost, children.lost == 1 ? "" : "es", children.lost == 1 ? "is" : "are",
+                 strerror(children.dir_errno ? children.dir_errno : ENOENT));
+}
+
+/* Removes the directory and its files (nothing else is made there). */
+static void children_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.' &&
+                (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+                unlink(path);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Writes prof as JSON to "<dir>/<stem>.json" (a temporary file, then a
+ * rename). Returns 0 or -errno. */
+static int children_write_root(const sonde_profile_t *prof, const char *path, const char **what)
+{
+    sonde_report_ctx_t ctx;
+    sonde_report_ctx_init(&ctx, -1);
+    sigset_t old;
+    bool had;
+    sonde_children_xfsz_hold(&old, &had);
+    int rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path, -1, what);
+    sonde_children_xfsz_release(&old, had);
+    return rc;
+}
+
+int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
+{
+    if (!children.dir) return -ENOENT;
+    char stem[64], path[PATH_MAX], command[PATH_MAX], numbers[4][24];
+    snprintf(stem, sizeof stem, "%d-root", (int)getpid());
+    if ((size_t)snprintf(path, sizeof path, "%s/%s.json", children.dir, stem) >= sizeof path)
+        return -ENAMETOOLONG;
+    const char *what = "";
+    int rc = children_write_root(prof, path, &what);
+    if (rc < 0) {
+        /* the directory is gone, or cannot take it: the root reports alone */
+        children_say("sonde: the profiles of the processes the program started are left out: "
+                     "cannot write into %s: %s",
+                     children.dir, strerror(-rc));
+        return rc;
+    }
+    if (sonde_ext_command_path(command, sizeof command) < 0) {
+        unlink(path);
+        children_say("sonde: the profiles of the processes the program started are left out: "
+                     "the sonde command is not at %s",
+                     command);
+        return -ENOENT;
+    }
+    snprintf(numbers[0], sizeof numbers[0], "%u", children.lost);
+    snprintf(numbers[1], sizeof numbers[1], "%u", children.removed);
+    snprintf(numbers[2], sizeof numbers[2], "%d", children.dir_errno);
+    snprintf(numbers[3], sizeof numbers[3], "%d", (int)getpid());
+    char *argv[] = {command,
+                    "_children",
+                    children.dir,
+                    stem,
+                    children.options ? children.options : "",
+                    outfile ? (char *)outfile : "",
+                    sonde_ext_pkg_dir,
+                    numbers[0],
+                    numbers[1],
+                    numbers[2],
+                    numbers[3],
+                    NULL};
+    extern char **environ;
+    pid_t pid = 0;
+    int fd = -1;
+    rc = sonde_prim_spawn_quiet(command, argv, environ, &fd, &pid);
+    if (rc < 0) {
+        unlink(path);
+        children_say("sonde: the profiles of the processes the program started are left out: "
+                     "cannot start %s: %s",
+                     command, strerror(-rc));
+        return rc;
+    }
+    children.helper = pid;
+    int result = -1;
+    rc = sonde_prim_wait_quiet(fd, &result);
+    children.helper = 0;
+    if (rc == 0 && result == 0) {
+        /* merged and written: the next followed processes (after an
+         * os.exec* that failed) start a new directory */
+        free(children.dir);
+        children.dir = NULL;
+        children.made_here = false;
+        children.lost = children.removed = 0;
+        return 0;
+    }
+    /* it said why (or died): the root's own profile is still in memory,
+     * the directory goes */
+    children_remove_dir(children.dir);
+    return -ECHILD;
+}
