@@ -105,12 +105,15 @@ LDLIBS   := -lpthread -lm -ldl
 # core never load (and reads JSON profiles back: json_load.c); the command
 # gzips pprof with zlib (zlib1g-dev, src/cli/gzip.c), which the extension
 # never links (it calls the interpreter's own zlib module, src/ext/gzip.c);
-# `sonde attach --period --upload` posts profiles with libcurl
-# (libcurl4-openssl-dev, src/fleet/), which the extension, the shim and the
-# core never load.
+# `--period --upload` posts profiles with libcurl, which the command loads
+# with dlopen only then (src/fleet/curl_load.c: linked, libcurl and its
+# thirty libraries cost every start ~5 ms); the build needs its header
+# (libcurl4-openssl-dev), the extension, the shim and the core never load
+# it. --as-needed: the command records no library it does not call.
 CMD_ONLY_SRCS := src/report/html_json.c src/report/json_load.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
-CMD_LDLIBS    := -lcjson -lz -lcurl
+CMD_LDLIBS    := -lcjson -lz
+CMD_LDFLAGS   := -Wl,--as-needed
 # The tracer's writers (pstats file and cProfile's text) use no Python API:
 # they are built with the core, without Python's headers, so unit tests
 # link them.
@@ -216,7 +219,7 @@ FORCE:
 $(SONDE_BIN): $(CLI_OBJS) $(CMD_ONLY_OBJS) $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(call step,LD,$@)
-	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -o $@ $^ $(LDLIBS) $(CMD_LDLIBS)
+	$(Q)$(CC) $(ALLFLAGS) $(OBJ_SAN) -o $@ $^ $(CMD_LDFLAGS) $(LDLIBS) $(CMD_LDLIBS)
 
 # --gc-sections: the core parts only the command calls (another process's
 # threads, the process tree) stay out of the module.
@@ -254,7 +257,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) $(BUILD)/compiler
 $(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 
 # Unit tests of the command's pure parts (its option parsers) link the
-# command's objects too (test_fleet: the fleet module, with libcurl).
+# command's objects too (test_fleet: the fleet module).
 CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options $(BUILD)/tests/test_json_load \
                  $(BUILD)/tests/test_fleet
 CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)

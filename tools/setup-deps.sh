@@ -8,7 +8,7 @@ want=()
 [ -f /usr/include/cjson/cJSON.h ] || want+=(libcjson-dev)
 # the command gzips pprof output with zlib
 [ -f /usr/include/zlib.h ] || want+=(zlib1g-dev)
-# sonde attach --upload (src/fleet/upload.c): libcurl, in the command only
+# --upload (src/fleet/): libcurl's header; the command loads the library at run time
 [ -n "$(ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null)" ] ||
     want+=(libcurl4-openssl-dev)
 command -v cc >/dev/null 2>&1 || want+=(build-essential)

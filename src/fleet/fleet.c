@@ -16,10 +16,10 @@
  * with the stop signals blocked so they reach the sampling thread.
  */
 #include "fleet.h"
+#include "fleet_internal.h"
 
 #include "../prim/prim.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -216,13 +216,7 @@ int sonde_fleet_start(const sonde_fleet_opts_t *opts, sonde_fleet_t **out, char 
     if (opts->upload.url) {
         /* Before any thread of ours (libcurl's global set-up is not
          * thread-safe); once per process. */
-        static bool curl_ready;
-        if (!curl_ready && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            rc = -ENOMEM;
-            sonde_errf(err, err_len, "cannot start libcurl");
-            goto error;
-        }
-        curl_ready = true;
+        if ((rc = sonde__curl_load(err, err_len)) < 0) goto error;
         /* the backlog is sonde's own: private to its user */
         rc = sonde_spool_init(&f->spool, opts->spool_dir, opts->extension, opts->spool_max_files,
                               opts->spool_max_bytes, 0700);

@@ -2,13 +2,14 @@
  * rotated directory and/or pushed to a Pyroscope-compatible /ingest.
  *
  * Owns the pieces of the `sonde` process (never the extension module nor
- * the preloaded shim: libcurl is linked into the command only) that take
+ * the preloaded shim: libcurl is loaded by the command only) that take
  * a finished period's bytes and get them to their destinations:
  *   spool.c   a directory of period files named by their time span,
  *             written atomically (src/core/file.c), listed oldest first,
  *             trimmed to a count and a byte total (oldest dropped first);
  *             used for --period-dir and for the upload backlog
- *   upload.c  one POST to /ingest with libcurl: the query (name with tags,
+ *   upload.c  one POST to /ingest with libcurl (loaded at run time by
+ *             curl_load.c, fleet_internal.h): the query (name with tags,
  *             from, until, format, spyName, sampleRate), the profile as the
  *             `profile` part of a multipart form, the user's headers, and
  *             a timeout on every request
@@ -120,8 +121,8 @@ typedef struct sonde_upload_opts {
     double timeout_sec;   /* each request's limit, connecting included */
 } sonde_upload_opts_t;
 
-/* Checks the options and prepares a handle (curl_global_init must have
- * run). Returns 0 or -errno (-EINVAL: a header line without "Name:", too
+/* Checks the options and prepares a handle (sonde__curl_load must have
+ * succeeded). Returns 0 or -errno (-EINVAL: a header line without "Name:", too
  * many headers, a URL that is not http:// or https://). */
 int sonde_upload_new(const sonde_upload_opts_t *opts, struct sonde_upload **out);
 /* POSTs one profile of [from_sec, until_sec). Returns 0 when the server

@@ -7,13 +7,13 @@
  * the profile, the user's headers (from a file or SONDE_UPLOAD_HEADERS,
  * never the command line), and the limits every request has (connect and
  * total timeout, CURLOPT_NOSIGNAL since it runs on a thread). Also the
- * checks of the application name, tags and header lines. Linked into the
- * `sonde` command only (libcurl never enters the profiled process). Called
+ * checks of the application name, tags and header lines. Part of the
+ * `sonde` command only (libcurl never enters the profiled process), which
+ * calls libcurl through the table curl_load.c fills. Called
  * on the upload thread (fleet.c); nothing here runs in a signal handler.
  */
 #include "fleet.h"
-
-#include <curl/curl.h>
+#include "fleet_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -138,7 +138,7 @@ static int upload_add_header(const char *s, size_t n, void *arg)
     if (n >= sizeof line) return -EINVAL;
     memcpy(line, s, n);
     line[n] = 0;
-    struct curl_slist *grown = curl_slist_append(*list, line);
+    struct curl_slist *grown = sonde__curl.slist_append(*list, line);
     if (!grown) return -ENOMEM;
     *list = grown;
     return 0;
@@ -149,10 +149,10 @@ static int upload_add_header(const char *s, size_t n, void *arg)
 void sonde_upload_free(struct sonde_upload *u)
 {
     if (!u) return;
-    if (u->curl) curl_easy_cleanup(u->curl);
-    curl_slist_free_all(u->headers);
+    if (u->curl) sonde__curl.easy_cleanup(u->curl);
+    sonde__curl.slist_free_all(u->headers);
     free(u->url_base);
-    if (u->name_escaped) curl_free(u->name_escaped);
+    if (u->name_escaped) sonde__curl.free(u->name_escaped);
     sonde_buf_free(&u->url);
     free(u);
 }
@@ -188,8 +188,8 @@ int sonde_upload_new(const sonde_upload_opts_t *opts, struct sonde_upload **out)
     if (!u->url_base) goto error;
     snprintf(u->url_base, len + sizeof "/ingest", "%.*s%s",
              (int)(path ? (size_t)(path - opts->url) : len), opts->url, bare ? "/ingest" : path);
-    u->name_escaped = curl_easy_escape(NULL, opts->name, 0);
-    u->curl = curl_easy_init();
+    u->name_escaped = sonde__curl.easy_escape(NULL, opts->name, 0);
+    u->curl = sonde__curl.easy_init();
     if (!u->name_escaped || !u->curl) goto error;
     rc = upload_each_header(opts->headers, upload_add_header, &u->headers);
     if (rc < 0) goto error;
@@ -226,33 +226,34 @@ int sonde_upload_post(struct sonde_upload *u, const void *data, size_t len, uint
         u->url_base, strchr(u->url_base, '?') ? "&" : "?", u->name_escaped,
         (unsigned long long)from_sec, (unsigned long long)until_sec, u->format, u->sample_rate);
     if (sonde_buf_error(&u->url)) return -ENOMEM;
-    curl_easy_reset(c); /* keeps the connection and caches */
-    mime = curl_mime_init(c);
-    curl_mimepart *part = mime ? curl_mime_addpart(mime) : NULL;
-    if (!part || curl_mime_name(part, "profile") != CURLE_OK ||
-        curl_mime_filename(part, "profile.pprof") != CURLE_OK ||
-        curl_mime_type(part, "application/octet-stream") != CURLE_OK ||
-        curl_mime_data(part, data, len) != CURLE_OK)
+    sonde__curl.easy_reset(c); /* keeps the connection and caches */
+    mime = sonde__curl.mime_init(c);
+    curl_mimepart *part = mime ? sonde__curl.mime_addpart(mime) : NULL;
+    if (!part || sonde__curl.mime_name(part, "profile") != CURLE_OK ||
+        sonde__curl.mime_filename(part, "profile.pprof") != CURLE_OK ||
+        sonde__curl.mime_type(part, "application/octet-stream") != CURLE_OK ||
+        sonde__curl.mime_data(part, data, len) != CURLE_OK)
         goto done;
     u->error[0] = 0;
-    curl_easy_setopt(c, CURLOPT_URL, u->url.data);
-    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, u->headers);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, u->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, u->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "sonde/" SONDE_VERSION);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, upload_discard);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, u->error);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, upload_open_socket);
-    CURLcode cc = curl_easy_perform(c);
+    sonde__curl.easy_setopt(c, CURLOPT_URL, u->url.data);
+    sonde__curl.easy_setopt(c, CURLOPT_MIMEPOST, mime);
+    sonde__curl.easy_setopt(c, CURLOPT_HTTPHEADER, u->headers);
+    sonde__curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    sonde__curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, u->timeout_ms);
+    sonde__curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, u->timeout_ms);
+    sonde__curl.easy_setopt(c, CURLOPT_USERAGENT, "sonde/" SONDE_VERSION);
+    sonde__curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, upload_discard);
+    sonde__curl.easy_setopt(c, CURLOPT_ERRORBUFFER, u->error);
+    sonde__curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    sonde__curl.easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, upload_open_socket);
+    CURLcode cc = sonde__curl.easy_perform(c);
     if (cc != CURLE_OK) {
-        if (why) snprintf(why, why_len, "%s", u->error[0] ? u->error : curl_easy_strerror(cc));
+        if (why)
+            snprintf(why, why_len, "%s", u->error[0] ? u->error : sonde__curl.easy_strerror(cc));
         rc = cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EAGAIN;
         goto done;
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    sonde__curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     if (*status >= 200 && *status < 300) {
         rc = 0;
     } else {
@@ -261,7 +262,7 @@ int sonde_upload_post(struct sonde_upload *u, const void *data, size_t len, uint
         rc = later ? -EAGAIN : -EBADMSG;
     }
 done:
-    curl_easy_setopt(c, CURLOPT_MIMEPOST, NULL);
-    curl_mime_free(mime);
+    sonde__curl.easy_setopt(c, CURLOPT_MIMEPOST, NULL);
+    sonde__curl.mime_free(mime);
     return rc;
 }

@@ -417,17 +417,37 @@ def _needed(path):
 
 
 def test_fleet_libcurl_in_command_only(env):
-    """libcurl is linked into the sonde command, never into what is loaded
-    into the profiled process (the extension modules, the allocator shim)."""
-    check(any(n.startswith("libcurl") for n in _needed(env.sonde)),
-          "sonde does not link libcurl: %r" % _needed(env.sonde))
+    """libcurl is loaded by the sonde command when it uploads, and linked
+    into nothing: not the command (whose every start would load it and its
+    thirty libraries), not what is loaded into the profiled process (the
+    extension modules, the allocator shim). A system without libcurl gets
+    one line naming what to install, and only when it asks for an upload."""
     pkg = os.path.join(env.lib, "sonde")
     libs = [os.path.join(pkg, n) for n in os.listdir(pkg) if n.endswith(".so")]
     check(any("shim" in p for p in libs) and any("_sonde" in p for p in libs),
           "extension or shim missing: %r" % libs)
-    for path in libs:
+    for path in [env.sonde] + libs:
         check(not any(n.startswith("libcurl") for n in _needed(path)),
               "%s links libcurl: %r" % (path, _needed(path)))
+    no_curl = env.base_env({"SONDE_TEST_LIBCURL": "libsonde-test-no-curl.so.4"})
+    periods = os.path.join(env.tmp, "periods-no-curl")
+    with Target(env, program("hot.py"), [30]) as target:
+        proc = subprocess.run(
+            [env.sonde, "attach", str(target.pid), "--period", "0.5", "-d", "1", "--upload",
+             "http://127.0.0.1:9", "--spool-dir", os.path.join(env.tmp, "spool-no-curl")],
+            capture_output=True, text=True, cwd=env.tmp, env=no_curl, timeout=60)
+        lines = [line for line in proc.stderr.strip().splitlines()
+                 if not line.startswith("sonde: sampling pid")]
+        check(proc.returncode != 0 and len(lines) == 1 and "needs libcurl" in lines[0]
+              and "libsonde-test-no-curl.so.4" in lines[0] and "install" in lines[0],
+              "without libcurl, --upload: exit %d: %r" % (proc.returncode, proc.stderr))
+        # without --upload, libcurl is never asked for
+        proc = subprocess.run(
+            [env.sonde, "attach", str(target.pid), "--period", "0.5", "-d", "1", "--period-dir",
+             periods], capture_output=True, text=True, cwd=env.tmp, env=no_curl, timeout=60)
+        check(proc.returncode == 0 and "libcurl" not in proc.stderr,
+              "without libcurl, --period-dir: exit %d: %s" % (proc.returncode, proc.stderr))
+    check(len(period_files(periods)) >= 1, "periods: %r" % os.listdir(periods))
 
 
 def test_fleet_second_signal_leaves_backlog(env):
