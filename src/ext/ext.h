@@ -262,6 +262,19 @@ extern char sonde_ext_pkg_dir[4096];
  * candidate (the build tree's) in buf, or -ENAMETOOLONG. */
 int sonde_ext_command_path(char *buf, size_t len);
 
+/* ---- fatal signals (crash.c) ---------------------------------------------------- */
+
+/* A `sonde run` session's handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and
+ * SIGABRT, where their disposition is the default: the report from the
+ * sampler thread (on_terminate), one line, then the signal's own end. */
+void sonde_crash_install(sonde_sampler_t *sampler);
+void sonde_crash_remove(void);
+/* The fatal signal being handled (0: none) and its name; on_terminate
+ * tells the handler the report is written with sonde_crash_reported. */
+int sonde_crash_signal(void);
+const char *sonde_crash_signal_name(void);
+void sonde_crash_reported(void);
+
 /* ---- the program's followed processes (children.c) --------------------------------- */
 
 /* The part a process plays when `sonde run` follows processes. */

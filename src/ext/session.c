@@ -498,14 +498,20 @@ static void session_sigterm(int sig)
 static void session_on_terminate(void)
 {
     int expected = 0;
+    int crash = sonde_crash_signal(); /* a fatal signal (crash.c), else SIGTERM */
     if (atomic_compare_exchange_strong(&session.reported, &expected, 1)) {
         const char *what = "";
         /* it ends by the signal: an empty report says so */
         session.exit_known = true;
-        session.exit_status = 128 + SIGTERM;
-        snprintf(session.exit_exception, sizeof session.exit_exception, "SIGTERM");
+        session.exit_status = 128 + (crash ? crash : SIGTERM);
+        snprintf(session.exit_exception, sizeof session.exit_exception, "%s",
+                 crash ? sonde_crash_signal_name() : "SIGTERM");
         int rc = session_report(&session, false, &what);
         if (rc < 0) session_report_error(&session, what, rc);
+    }
+    if (crash) {
+        sonde_crash_reported(); /* the handler lets the signal end the process */
+        return;
     }
     signal(SIGTERM, SIG_DFL);
     kill(getpid(), SIGTERM);
@@ -936,6 +942,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     }
     s->active = true;
     session_install_sigterm(s);
+    if (from_run) sonde_crash_install(&s->sampler);
     return 0;
 nomem:
     session_collect_unlink_live(s);
@@ -957,6 +964,7 @@ int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char 
      * figures are the parent's to report. */
     s->pid = getpid();
     session_remove_sigterm(s);
+    sonde_crash_remove();
     sonde_sampler_stop(&s->sampler);
     session_clear(s);
     sonde_session_set_collector(dir, true, 0);
@@ -1005,6 +1013,7 @@ static int session_stop(bool flush_streams, bool write_report)
      * meanwhile (a Pool's terminate() as its worker ends) would otherwise
      * kill the process halfway through it */
     atomic_store(&s->stopping, true);
+    sonde_crash_remove(); /* from here, a crash ends the process as it would */
     sonde_sampler_stop(&s->sampler);
     int rc = 0;
     int expected = 0;

@@ -126,8 +126,8 @@ typedef struct sonde_process {
     double cpu_sec;  /* the process's CPU time (user + system) */
     double wall_sec; /* its wall-clock time while profiled */
     double peak_mb;  /* its peak resident set (VmHWM, ru_maxrss) */
-    int followed;    /* sonde run: followed processes it started */
     bool complete;   /* the profile covers the whole process */
+    int followed;    /* sonde run: followed processes it started */
 } sonde_process_t;
 
 typedef struct sonde_profile {
