@@ -9,21 +9,22 @@
  * after the root) with "<stem>.json" (its profile) or "<stem>.e<errno>" (it
  * could not write it) beside it. This command waits, at most the run's
  * --child-wait, for the followed processes still running that belong to
- * the root's process group and session (or are its children: a Pool's
- * workers, a subprocess it did not wait for); those of another session (a
- * daemon) are not waited for. Then it merges the root's profile first (the
+ * the root's process group and session (a Pool's workers, a subprocess it
+ * did not wait for); those of another group or session (a daemon) are not
+ * waited for. Then it merges the root's profile first (the
  * header names the program) and the others, counts what is missing in the
  * report's "partial" (processes_lost, processes_running), says it in one
  * line on stderr, writes the report as the run's options ask, and removes
  * the directory.
  *
  *   sonde _children DIR ROOT_STEM OPTIONS OUTFILE PKG_DIR NOT_FOLLOWED
- *                   REMOVED DIR_ERRNO ROOT_PID
+ *                   REMOVED DIR_ERRNO ROOT_PID ROOT_FOLLOWED
  *
  * OPTIONS: the run's hand-over (src/launch/options.c); OUTFILE "" for
  * stderr; NOT_FOLLOWED: processes the root could not follow (no directory
  * could be made, DIR_ERRNO says why); REMOVED: times the root found the
- * directory removed; ROOT_PID: the root. The result, also written as one
+ * directory removed; ROOT_PID: the root; ROOT_FOLLOWED: the followed
+ * processes it started (one not listed yet is still starting: waited for). The result, also written as one
  * byte to descriptor 3 when it is open (the root waits for it there:
  * sonde_prim_spawn_quiet), and the exit status: 0, the report is written
  * or a line said why not; 2, the root's profile could not be read (the
@@ -126,20 +127,35 @@ static int children_scan(const char *dir, const char *root_stem, children_list_t
     return 0;
 }
 
-/* Whether the root waits for process pid: its child, or one of its
- * process group and session (a daemon that left them is not waited for). */
+/* Whether the root waits for process pid: one of its process group and
+ * session (a daemon that left them, or a child started in a session of
+ * its own, is not waited for: `timeout` and supervisors wait for the
+ * group). */
 static bool children_waitable(int pid, pid_t root)
 {
-    pid_t ppid = 0;
-    if (sonde_prim_proc_state(pid, NULL, &ppid) == 0 && ppid == root) return true;
     pid_t group = getpgid(pid), session = getsid(pid);
     return group >= 0 && session >= 0 && group == getpgid(root) && session == getsid(root);
 }
 
-/* Whether a followed process of the root's group still runs without
- * having handed its profile over. */
-static bool children_waiting(const children_list_t *list, pid_t root)
+/* How many processes the list has (an os.exec* leaves two stems of one). */
+static unsigned children_count_pids(const children_list_t *list)
 {
+    unsigned seen = 0;
+    for (size_t i = 0; i < list->n; i++) {
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++)
+            first = list->items[j].pid != list->items[i].pid;
+        seen += first;
+    }
+    return seen;
+}
+
+/* Whether a followed process of the root's group still runs without
+ * having handed its profile over, or one the root started has not
+ * started its session yet. */
+static bool children_waiting(const children_list_t *list, pid_t root, unsigned root_followed)
+{
+    if (children_count_pids(list) < root_followed) return true;
     for (size_t i = 0; i < list->n; i++) {
         const children_entry_t *it = &list->items[i];
         if (!it->handed && !it->error && !it->service && sonde__collect_alive(it->pid) &&
@@ -158,12 +174,12 @@ static uint64_t children_now_ns(void)
 
 /* Waits while a followed process of the root's group runs, until
  * wait_sec passed or a signal asked to stop. */
-static void children_wait(const char *dir, const char *root_stem, pid_t root, double wait_sec,
-                          children_list_t *list)
+static void children_wait(const char *dir, const char *root_stem, pid_t root,
+                          unsigned root_followed, double wait_sec, children_list_t *list)
 {
     uint64_t until = children_now_ns() + (uint64_t)(wait_sec * 1e9);
     while (!children_stop && children_scan(dir, root_stem, list) == 0 &&
-           children_waiting(list, root) && children_now_ns() < until) {
+           children_waiting(list, root, root_followed) && children_now_ns() < until) {
         struct timespec tick = {0, CHILDREN_POLL_NS};
         nanosleep(&tick, NULL);
     }
@@ -235,7 +251,9 @@ static void children_say(const children_missing_t *m, unsigned total, unsigned r
                  "left no profile: the program removed the directory of the profiles (%s)", dir);
     else
         snprintf(text, sizeof text,
-                 "left no profile (unable to write into %s: privileges dropped?)", dir);
+                 "left no trace in %s (still starting at the end, or unable to write there: "
+                 "privileges dropped?)",
+                 dir);
     children_part(&line, &first, m->vanished, text);
     snprintf(text, sizeof text, "could not be followed (no directory for their profiles: %s)",
              strerror(dir_errno ? dir_errno : ENOENT));
@@ -258,11 +276,12 @@ static bool children_number(const char *text, long max, long *out)
 
 int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compress)
 {
-    long not_followed = 0, removed = 0, dir_errno = 0, root_pid = 0;
-    if (argc != 9 || !children_number(argv[5], INT_MAX, &not_followed) ||
+    long not_followed = 0, removed = 0, dir_errno = 0, root_pid = 0, root_followed = 0;
+    if (argc != 10 || !children_number(argv[5], INT_MAX, &not_followed) ||
         !children_number(argv[6], INT_MAX, &removed) ||
         !children_number(argv[7], 4095, &dir_errno) ||
-        !children_number(argv[8], INT_MAX, &root_pid)) {
+        !children_number(argv[8], INT_MAX, &root_pid) ||
+        !children_number(argv[9], INT_MAX, &root_followed)) {
         fputs("sonde: _children is sonde's own command (the end of `sonde run`)\n", stderr);
         return 2;
     }
@@ -285,7 +304,8 @@ int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compres
     signal(SIGPIPE, SIG_IGN); /* the report to a closed pipe fails with EPIPE */
 
     children_list_t list = {0};
-    children_wait(dir, root_stem, (pid_t)root_pid, opts.child_wait_sec, &list);
+    children_wait(dir, root_stem, (pid_t)root_pid, (unsigned)root_followed, opts.child_wait_sec,
+                  &list);
 
     sonde_profile_t merged;
     sonde_profile_init(&merged);
@@ -305,13 +325,9 @@ int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compres
 
     children_missing_t m = {.not_followed = (unsigned)not_followed};
     (void)children_scan(dir, root_stem, &list);
-    unsigned seen = 0;
+    unsigned seen = children_count_pids(&list);
     for (size_t i = 0; i < list.n; i++) {
         children_entry_t *it = &list.items[i];
-        bool first_of_pid = true; /* an os.exec* of a child leaves two stems */
-        for (size_t j = 0; j < i && first_of_pid; j++)
-            first_of_pid = list.items[j].pid != it->pid;
-        seen += first_of_pid;
         if (it->handed) {
             err[0] = 0;
             if (children_load(dir, it->stem, &merged, &parts, NULL, err, sizeof err) < 0) {

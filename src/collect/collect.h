@@ -57,7 +57,7 @@ typedef struct sonde_collect_out {
  * the program starts, returns a negative errno with a message in err (the
  * caller prints it; "" when out->start printed it). */
 /* `sonde _children DIR ROOT_STEM OPTIONS OUTFILE PKG_DIR NOT_FOLLOWED
- * REMOVED DIR_ERRNO ROOT_PID` (argv from DIR on): the report of a program and its
+ * REMOVED DIR_ERRNO ROOT_PID ROOT_FOLLOWED` (argv from DIR on): the report of a program and its
  * followed processes, at the program's end (children.c). Returns the exit
  * status: 0, or 2 when the root's profile cannot be read. */
 int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compress);

@@ -328,7 +328,7 @@ static int children_write_root(const sonde_profile_t *prof, const char *path, co
 int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
 {
     if (!children.dir) return -ENOENT;
-    char stem[64], path[PATH_MAX], command[PATH_MAX], numbers[4][24];
+    char stem[64], path[PATH_MAX], command[PATH_MAX], numbers[5][24];
     snprintf(stem, sizeof stem, "%d-root", (int)getpid());
     if ((size_t)snprintf(path, sizeof path, "%s/%s.json", children.dir, stem) >= sizeof path)
         return -ENAMETOOLONG;
@@ -352,6 +352,7 @@ int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
     snprintf(numbers[1], sizeof numbers[1], "%u", children.removed);
     snprintf(numbers[2], sizeof numbers[2], "%d", children.dir_errno);
     snprintf(numbers[3], sizeof numbers[3], "%d", (int)getpid());
+    snprintf(numbers[4], sizeof numbers[4], "%u", children.spawned);
     char *argv[] = {command,
                     "_children",
                     children.dir,
@@ -363,6 +364,7 @@ int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
                     numbers[1],
                     numbers[2],
                     numbers[3],
+                    numbers[4],
                     NULL};
     extern char **environ;
     pid_t pid = 0;
