@@ -101,7 +101,10 @@ def _check_profile(env, argv, shell, venv, app, out):
     program saw the venv, and that the profile's hottest line of app is
     the marked one."""
     proc = _call(argv, shell, env.tmp)
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    said = proc.stdout.strip().splitlines()
+    check(said and said[-1].startswith("{"),
+          "%s: the program printed %r; stderr: %s" % (argv[:2], said[-3:], proc.stderr[-2000:]))
+    seen = json.loads(said[-1])
     check(os.path.realpath(seen["prefix"]) == os.path.realpath(venv),
           "%s: the program's sys.prefix is %s, not the venv %s" % (argv[:2], seen["prefix"], venv))
     check(os.path.realpath(seen["module"]).startswith(os.path.realpath(venv) + os.sep),

@@ -19,9 +19,12 @@ from support import Skip, check
 COMMAND_ONLY_PREFIXES = ("sonde_cli_", "sonde_attach_", "sonde_atarget_", "sonde_prim_task_")
 # Library functions the module has no use for: starting, tracing and
 # waiting for other processes, and the JSON parser of `sonde view`.
-# (process_vm_readv stays: the sampler reads its own interpreter with it.)
-COMMAND_ONLY_IMPORTS = ("ptrace", "fork", "vfork", "posix_spawn", "posix_spawnp", "waitpid",
-                        "wait4", "execvp", "setsid")
+# (process_vm_readv stays: the sampler reads its own interpreter with it;
+# waitpid too: a root with followed processes starts `sonde _children` at
+# its end through a first child it reaps, src/prim/spawn.c, by raw clone
+# and execve system calls, never fork or posix_spawn.)
+COMMAND_ONLY_IMPORTS = ("ptrace", "fork", "vfork", "posix_spawn", "posix_spawnp", "wait4",
+                        "execvp", "setsid")
 
 
 def _module(env):
