@@ -52,6 +52,8 @@ PY_INCLUDE  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths
 EXT_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 # The extension's objects, per interpreter: build/obj/cpython-311-x86_64-linux-gnu/
 EXT_TAG     := $(patsubst .%.so,%,$(EXT_SUFFIX))
+# Its bytecode files' tag: __pycache__/NAME.cpython-311.pyc
+PY_CACHE_TAG := $(shell $(PYTHON) -c 'import sys; print(sys.implementation.cache_tag or "")' 2>/dev/null)
 
 ifeq ($(PY_EXE),)
 $(error cannot run PYTHON=$(PYTHON); pass PYTHON=/path/to/python3.X)
@@ -151,10 +153,18 @@ PY_FILES  := $(patsubst %,$(BUILD)/lib/%,$(sort $(wildcard sonde/*.py sonde/_boo
 VIEWER    := $(wildcard viewer/*.js viewer/*.css)
 # The HTML report's viewer, read at run time from <package>/viewer/.
 VIEWER_DIR := $(BUILD)/lib/sonde/viewer
+# The bytecode of the two files every `sonde run` imports as it starts
+# (_boot/sitecustomize.py, __init__.py), made for each interpreter built
+# for: without it, an install Python may not write to, or a run with
+# PYTHONDONTWRITEBYTECODE, compiles them at every start (~1.5 ms). Unchecked
+# hashes: Python loads them without looking at the sources, which only make
+# changes (and then makes these again).
+BOOT_PYCS := $(if $(PY_CACHE_TAG),$(BUILD)/lib/sonde/__pycache__/__init__.$(PY_CACHE_TAG).pyc \
+                 $(BUILD)/lib/sonde/_boot/__pycache__/sitecustomize.$(PY_CACHE_TAG).pyc)
 
 .PHONY: all demo test stress unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
         other-exts ext-module demo-deps package install uninstall
-all: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
+all: $(SONDE_BIN) $(EXT_MOD) $(BOOT_PYCS) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(FAKE_NVML) $(BUILD)/python other-exts
 
 # The other interpreters' modules: those of PYTHONS when given, else every
@@ -175,7 +185,7 @@ other-exts: $(EXT_MOD) $(CORE_OBJS)
 	    $(MAKE) --no-print-directory PYTHON="$$p" ext-module || exit 1; \
 	done
 
-ext-module: $(EXT_MOD)
+ext-module: $(EXT_MOD) $(BOOT_PYCS)
 
 $(BUILD)/obj/$(EXT_TAG)/%.o: EXTRA_INC = -I$(PY_INCLUDE)
 # Hooks: static TLS, and no loop may be turned into a call to the memcpy
@@ -237,6 +247,17 @@ $(BUILD)/lib/sonde/%.py: sonde/%.py
 	@mkdir -p $(dir $@)
 	$(call step,CP,$@)
 	$(Q)cp $< $@
+
+# (the interpreter's stamp: another interpreter with the same tag remakes them)
+BOOT_PYC_CMD = $(PY_EXE) -c 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], \
+    doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)' $(abspath $<) $@
+$(BUILD)/lib/sonde/__pycache__/%.$(PY_CACHE_TAG).pyc: $(BUILD)/lib/sonde/%.py $(BUILD)/obj/$(EXT_TAG)/python
+	$(call step,PYC,$@)
+	$(Q)$(BOOT_PYC_CMD)
+$(BUILD)/lib/sonde/_boot/__pycache__/%.$(PY_CACHE_TAG).pyc: $(BUILD)/lib/sonde/_boot/%.py \
+                                                           $(BUILD)/obj/$(EXT_TAG)/python
+	$(call step,PYC,$@)
+	$(Q)$(BOOT_PYC_CMD)
 
 # Copied as a whole, since the HTML writer inlines every .js and .css it
 # finds there; depending on the directory itself catches removed files.
@@ -351,7 +372,7 @@ demo:
 # (tools/sonde_backend.py) makes this with PYTHON=<its interpreter> PYTHONS=
 # (that interpreter only) and packs the wheel from $(BUILD)/bin and
 # $(BUILD)/lib/sonde.
-package: $(SONDE_BIN) $(EXT_MOD) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied other-exts
+package: $(SONDE_BIN) $(EXT_MOD) $(BOOT_PYCS) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied other-exts
 	@:
 
 # For packagers: the command in $(PREFIX)/bin and the package in
@@ -370,11 +391,15 @@ install: package
 	$(Q)install -m 755 $(SONDE_BIN) $(INSTALL_BIN)/sonde
 	$(call step,INST,$(INSTALL_PKG)/)
 	$(Q)rm -rf $(INSTALL_PKG)
-	$(Q)install -d $(INSTALL_PKG)/_boot $(INSTALL_PKG)/viewer
+	$(Q)install -d $(INSTALL_PKG)/_boot $(INSTALL_PKG)/viewer $(INSTALL_PKG)/__pycache__ \
+	    $(INSTALL_PKG)/_boot/__pycache__
 	$(Q)install -m 755 $(wildcard $(BUILD)/lib/sonde/_sonde.*.so) $(SHIM_LIB) $(INSTALL_PKG)/
 	$(Q)install -m 644 $(filter $(BUILD)/lib/sonde/%.py,$(filter-out %/_boot/sitecustomize.py,$(PY_FILES))) \
 	    $(INSTALL_PKG)/
 	$(Q)install -m 644 $(filter $(BUILD)/lib/sonde/_boot/%,$(PY_FILES)) $(INSTALL_PKG)/_boot/
+	$(Q)install -m 644 $(wildcard $(BUILD)/lib/sonde/__pycache__/__init__.*.pyc) $(INSTALL_PKG)/__pycache__/
+	$(Q)install -m 644 $(wildcard $(BUILD)/lib/sonde/_boot/__pycache__/sitecustomize.*.pyc) \
+	    $(INSTALL_PKG)/_boot/__pycache__/
 	$(Q)install -m 644 $(VIEWER:viewer/%=$(VIEWER_DIR)/%) $(INSTALL_PKG)/viewer/
 
 uninstall:

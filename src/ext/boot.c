@@ -124,26 +124,29 @@ static void boot_restore_sys_path(const char *boot_paths)
 
 /* Imports the sitecustomize module that ours shadowed, as site.py would
  * have, reporting its errors the way site.py does. Returns true if there
- * was one (it is then sys.modules["sitecustomize"]). */
+ * was one (it is then sys.modules["sitecustomize"]). It finds and loads it
+ * through the import system's own frozen modules, always in sys.modules
+ * (importlib.machinery's PathFinder and importlib.util's module_from_spec
+ * are theirs): importing importlib.util would import contextlib,
+ * collections and functools into every program, milliseconds at start. */
 static bool boot_chain_sitecustomize(void)
 {
     bool found = false;
-    PyObject *machinery = NULL, *spec = NULL, *module = NULL, *res = NULL;
+    PyObject *external = NULL, *bootstrap = NULL, *spec = NULL, *module = NULL, *res = NULL;
     PyObject *modules = PySys_GetObject("modules"); /* borrowed */
     PyObject *path = PySys_GetObject("path");       /* borrowed */
-    machinery = PyImport_ImportModule("importlib.machinery");
-    if (!machinery || !path) goto error;
-    PyObject *finder = PyObject_GetAttrString(machinery, "PathFinder");
+    external = PyImport_ImportModule("_frozen_importlib_external");
+    if (!external || !path) goto error;
+    PyObject *finder = PyObject_GetAttrString(external, "PathFinder");
     if (!finder) goto error;
     spec = PyObject_CallMethod(finder, "find_spec", "sO", "sitecustomize", path);
     Py_DECREF(finder);
     if (!spec) goto error;
     if (spec == Py_None) goto done;
     found = true;
-    PyObject *util = PyImport_ImportModule("importlib.util");
-    if (!util) goto error;
-    module = PyObject_CallMethod(util, "module_from_spec", "O", spec);
-    Py_DECREF(util);
+    bootstrap = PyImport_ImportModule("_frozen_importlib");
+    if (!bootstrap) goto error;
+    module = PyObject_CallMethod(bootstrap, "module_from_spec", "O", spec);
     if (!module) goto error;
     if (PyDict_SetItemString(modules, "sitecustomize", module) < 0) goto error;
     PyObject *loader = PyObject_GetAttrString(spec, "loader");
@@ -173,7 +176,8 @@ done:
     Py_XDECREF(res);
     Py_XDECREF(module);
     Py_XDECREF(spec);
-    Py_XDECREF(machinery);
+    Py_XDECREF(bootstrap);
+    Py_XDECREF(external);
     return found;
 }
 

@@ -94,6 +94,42 @@ def test_module_mode(env):
         check(plain[key] == ours[key], "%s differs:\n python: %r\n sonde:  %r" % (key, plain[key], ours[key]))
 
 
+MODULES = "import json, sys; print(json.dumps(sorted(sys.modules)))"
+
+
+def test_boot_loads_bytecode_and_few_modules(env):
+    """`sonde run` starts the interpreter with the bytecode make wrote for
+    it (sonde/_boot/sitecustomize.py and sonde/__init__.py, unchecked
+    hashes), also where Python may write none (PYTHONDONTWRITEBYTECODE, a
+    read-only install), and adds none of the pure-Python modules plain
+    python does not import at start (the boot finds the sitecustomize it
+    shadowed through the frozen import system, not importlib.util, whose
+    contextlib, collections and functools would cost milliseconds)."""
+    tag = env.run_python(["-c", "import sys; print(sys.implementation.cache_tag)"]).stdout.strip()
+    pkg = os.path.join(env.lib, "sonde")
+    pycs = [os.path.join(pkg, "_boot", "__pycache__", "sitecustomize.%s.pyc" % tag),
+            os.path.join(pkg, "__pycache__", "__init__.%s.pyc" % tag)]
+    for pyc in pycs:
+        check(os.path.exists(pyc), "make wrote no %s" % pyc)
+        with open(pyc, "rb") as f:
+            flags = int.from_bytes(f.read(8)[4:8], "little")
+        check(flags == 1, "%s: flags %d, not 1 (hash-based, source unchecked)" % (pyc, flags))
+    out = os.path.join(env.tmp, "p.json")
+    proc = env.run_sonde(["run", "-o", out, "-c", "pass"],
+                         env={"PYTHONVERBOSE": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    check(proc.returncode == 0, "sonde run: %s" % proc.stderr[-2000:])
+    for pyc in pycs:
+        check("code object from %r" % pyc in proc.stderr,
+              "%s was not loaded: %s" % (pyc, [l for l in proc.stderr.splitlines() if "sonde" in l]))
+    plain = json.loads(env.run_python(["-c", MODULES]).stdout)
+    proc = env.run_sonde(["run", "-o", out, "-c", MODULES])
+    check(proc.returncode == 0, "sonde run: %s" % proc.stderr[-2000:])
+    added = sorted(set(json.loads(proc.stdout)) - set(plain))
+    heavy = [m for m in added if m in ("contextlib", "collections", "functools", "importlib.util",
+                                       "importlib.machinery", "importlib")]
+    check(not heavy, "sonde run imports %s at start (all it adds: %s)" % (heavy, added))
+
+
 def test_python_dash_m_sonde(env):
     script = env.write("probe.py", PROBE)
     extra = {"PYTHONPATH": env.lib}
