@@ -92,7 +92,9 @@ typedef struct sonde_sampler {
                                      tick, but the one that started the sampler */
     uint64_t start_tstate;        /* that one's thread state (set by start) */
     const sonde_filter_t *filter; /* borrowed */
-    const struct sonde_gpu *gpu;  /* borrowed; NULL: no GPU figures */
+    struct sonde_gpu *gpu;        /* borrowed; NULL: no GPU figures; the
+                                     sampler thread starts its reader
+                                     after the first tick (sonde_gpu_launch) */
     void (*on_terminate)(void);   /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
     /* called on the sampler thread when no Python thread is left while
@@ -462,6 +464,10 @@ typedef struct sonde_gpu {
     bool verbose;
     bool stderr_open; /* fd 2 was open at start: notes may go there */
     sonde_ns_t poll_ns;
+    /* Set by sonde_gpu_start; sonde_gpu_launch (the sampler thread) loads
+     * NVML, clears it and starts the reader. Read by others only after
+     * joining the sampler thread. */
+    bool launch_pending;
     struct sonde_gpu_nvml *nvml; /* owned; NULL without the library */
     /* Written by the reader thread before it sets ready (release); read by
      * others only after seeing ready (acquire). */
@@ -481,11 +487,18 @@ typedef struct sonde_gpu {
     bool finished;    /* the reader ended for good (no GPU, lost) */
 } sonde_gpu_t;
 
-/* Loads NVML and starts the reader thread, unless opts->gpu is 0. Never
- * fails: without the library, a device or a working NVML the reader stays
- * idle (one line on stderr says why with opts->verbose, or when opts->gpu
- * is 1). Call sonde_gpu_free afterwards in every case. */
+/* Prepares the reader, unless opts->gpu is 0; sonde_gpu_launch starts it.
+ * Never fails. Call sonde_gpu_free afterwards in every case. */
 void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts);
+/* Loads NVML and starts the reader thread, once, if start prepared one:
+ * called on the sampler thread after its first tick, so that the search
+ * for the library (dlopen over some thirty paths) and the reader's start
+ * are not part of the program's start, and the descriptor table grows
+ * before a second thread exists (sonde_prim_kept_reserve). Never fails:
+ * without the library, a device or a working NVML the reader stays idle
+ * (one line on stderr says why with opts->verbose, or when opts->gpu is 1).
+ * Callers of stop, pause, resume and free join the sampler thread first. */
+void sonde_gpu_launch(sonde_gpu_t *g);
 /* The readings since the previous call with this cursor (the sampler's
  * previous tick): their time-weighted means and peak; the first call
  * after a gap gives the latest reading. Returns false when there is no

@@ -18,7 +18,9 @@
  * Utilisation is the mean over the chosen devices; memory is their sum.
  *
  * Called by session.c (start, stop, report; with the GIL, or on the
- * sampler thread for the SIGTERM report) and by the sampler thread. No
+ * sampler thread for the SIGTERM report) and by the sampler thread, which
+ * loads NVML and starts the reader after its first tick (off the
+ * program's start: sonde_gpu_launch). No
  * signal handler or allocator hook runs here. Without the library, a
  * device or a working NVML, the reader stays idle and the report has no
  * GPU figures; the reason is one line on stderr with --verbose (or when
@@ -660,7 +662,6 @@ static void *gpu_main(void *arg)
 
 void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
 {
-    char why[512] = "";
     memset(g, 0, sizeof *g);
     g->started = true;
     g->pid = getpid();
@@ -675,6 +676,14 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
     g->poll_ns = interval < GPU_POLL_MIN_NS   ? GPU_POLL_MIN_NS
                  : interval > GPU_POLL_MAX_NS ? GPU_POLL_MAX_NS
                                               : interval;
+    g->launch_pending = true;
+}
+
+void sonde_gpu_launch(sonde_gpu_t *g)
+{
+    char why[512] = "";
+    if (!g->launch_pending || g->pid != getpid()) return;
+    g->launch_pending = false;
     g->nvml = gpu_load(why, sizeof why);
     if (!g->nvml) {
         gpu_note(g, true, "not profiled: %s", why);

@@ -539,6 +539,7 @@ static void *sampler_main(void *arg)
         sampler_tick(s); /* baseline */
         atomic_store_explicit(&s->baseline_done, true, memory_order_release);
         sonde_prim_wake_signal(&s->started);
+        if (s->gpu) sonde_gpu_launch(s->gpu); /* while the program starts */
     }
     /* (After a pause for fork, the next tick covers the pause too.) */
     sonde_ns_t next = sonde_prim_monotonic_ns() + sampler_next_interval(s);
