@@ -1,8 +1,10 @@
 /* heap.c — the sampled allocations the shim remembers until they are freed.
  *
  * Owns: a fixed table of sampled blocks (pointer, site, weight, size),
- * open addressing with linear probing from a hash of the pointer, and the
- * bitmap that mirrors which slots are in use. Every thread counts down the
+ * open addressing with linear probing from the pointer's home slot (a hash
+ * of its 8 KiB stretch, then its 16-byte granule within it:
+ * shim_internal.h), and the bitmap that mirrors which slots are in use.
+ * Every thread counts down the
  * bytes it requests (shim_internal.h); the allocation that a mark falls in
  * is sampled, handed to the user (who charges it to its line and returns
  * that line as the block's site) and remembered here. A free tests one bit

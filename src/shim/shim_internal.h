@@ -128,10 +128,22 @@ static inline void sonde__shim_account(sonde__shim_thread_t *t, int64_t delta)
  * block. A free whose home slot is empty frees nothing sampled: one load. */
 extern _Atomic uint64_t sonde__shim_heap_bits[SHIM_HEAP_SLOTS / 64];
 
+/* A pointer's home slot: the 512 16-byte granules of an 8 KiB stretch of
+ * memory take 512 consecutive slots (64 bytes of the bitmap: one cache
+ * line), the stretches themselves are spread by a multiplicative hash.
+ * Python frees objects near the ones it just freed (a pool of pymalloc's
+ * is 4 or 16 KiB), so most frees test a bitmap line already in the cache;
+ * with the whole pointer hashed, each one touched a random line of the
+ * 32 KiB bitmap (a miss, a third of the shim's time under raytrace). */
+#define SHIM_HEAP_GRANULE_SHIFT 4 /* pymalloc's alignment: 16 bytes */
+#define SHIM_HEAP_STRETCH_BITS 9  /* granules per stretch: 512 */
 static inline uint32_t sonde__shim_heap_slot(const void *ptr)
 {
-    return (uint32_t)((((uintptr_t)ptr >> 4) * 0x9e3779b97f4a7c15ull) >>
-                      (64 - SHIM_HEAP_SLOT_BITS));
+    uintptr_t granule = (uintptr_t)ptr >> SHIM_HEAP_GRANULE_SHIFT;
+    uint64_t stretch = (uint64_t)(granule >> SHIM_HEAP_STRETCH_BITS) * 0x9e3779b97f4a7c15ull;
+    uint32_t first = (uint32_t)(stretch >> (64 - (SHIM_HEAP_SLOT_BITS - SHIM_HEAP_STRETCH_BITS)));
+    return (first << SHIM_HEAP_STRETCH_BITS) |
+           (uint32_t)(granule & ((1u << SHIM_HEAP_STRETCH_BITS) - 1));
 }
 
 static inline bool sonde__shim_heap_maybe(const void *ptr)
