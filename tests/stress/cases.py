@@ -695,19 +695,33 @@ def sigpipe_head(env):
 def killed_by_signal(env):
     """Death by SIGKILL of itself, by SIGSEGV and by os.abort(): the exit
     by signal matches (no profile is asked of a process killed so; the
-    catchable SIGTERM and SIGINT have theirs, above)."""
+    catchable SIGTERM and SIGINT have theirs, above); `sonde run` (with and
+    without --memory) adds one line saying the program was killed by SIGSEGV
+    or SIGABRT, and nothing else."""
     seen = []
     for how in ("os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getpid(), signal.SIGSEGV)",
                 "os.abort()"):
         env.cleanup()
+        said = []
+
+        def strip(err):
+            lines = err.splitlines(keepends=True)
+            kept = [l for l in lines if not l.startswith(b"sonde: the program was killed by SIG")]
+            said.extend(lines[i] for i in range(len(lines)) if lines[i] not in kept)
+            return b"".join(kept)
+
         _, plain = same(env, """
             import os, signal, sys
             print("before", flush=True)
             with open("f.txt", "w") as f:
                 f.write("written")
             %s
-        """ % how, parallel=True, profile=False)
+        """ % how, parallel=True, profile=False, ignore_stderr=strip)
         check(plain[0] < 0, "python: %s" % _ended(plain[0]))
+        runs = sum(1 for m in MODES if m in ("run", "memory"))
+        want = 0 if "SIGKILL" in how else runs
+        check(len(said) == want, "%s: %d lines of sonde's, %d expected: %r"
+              % (how, len(said), want, said))
         seen.append(_ended(plain[0]))
     return ", ".join(seen)
 
