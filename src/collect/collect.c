@@ -71,52 +71,11 @@ static uint64_t collect_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Makes the private directory: $TMPDIR (else /tmp)/sonde-run-XXXXXX, mode
- * 0700. Returns 0 or -errno. */
-static int collect_make_dir(sonde_buf_t *dir)
-{
-    const char *tmp = getenv("TMPDIR");
-    for (int attempt = 0; attempt < 2; attempt++) {
-        const char *base = attempt == 0 && tmp && *tmp ? tmp : "/tmp";
-        sonde_buf_reset(dir);
-        sonde_buf_printf(dir, "%s/sonde-run-XXXXXX", base);
-        if (sonde_buf_error(dir)) return -ENOMEM;
-        if (mkdtemp(dir->data)) {
-            /* absolute: the program and its children may change directory */
-            char *abs = realpath(dir->data, NULL);
-            if (!abs) {
-                int e = errno;
-                rmdir(dir->data);
-                return -e;
-            }
-            sonde_buf_reset(dir);
-            sonde_buf_puts(dir, abs);
-            free(abs);
-            return sonde_buf_error(dir) ? -ENOMEM : 0;
-        }
-    }
-    return -errno;
-}
-
 /* Removes the directory and what is in it (files only: nothing else is
  * made there). */
 void sonde__collect_remove_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        sonde_buf_t path = SONDE_BUF_INIT;
-        while ((e = readdir(d))) {
-            if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
-                continue;
-            sonde_buf_reset(&path);
-            sonde_buf_printf(&path, "%s/%s", dir, e->d_name);
-            if (!sonde_buf_error(&path)) unlink(path.data);
-        }
-        sonde_buf_free(&path);
-        closedir(d);
-    }
-    rmdir(dir);
+    sonde_prim_private_dir_remove(dir);
 }
 
 /* /proc/PID/exe's target into out (NUL-terminated). Returns its length or
@@ -386,9 +345,13 @@ static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return -errno;
     void *map = MAP_FAILED;
-    if (ftruncate(fd, (off_t)sysconf(_SC_PAGESIZE)) == 0)
+    /* allocated, not only sized: a page of a full file system, mapped and
+     * touched, would be SIGBUS */
+    int e = posix_fallocate(fd, 0, (off_t)sysconf(_SC_PAGESIZE));
+    if (e == 0) {
         map = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int e = errno;
+        e = errno;
+    }
     close(fd);
     if (map == MAP_FAILED) return -e;
     cp->word = map;
@@ -681,7 +644,16 @@ int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_progr
                       const sonde_collect_out_t *out, char *err, size_t err_len)
 {
     sonde_buf_t dir = SONDE_BUF_INIT;
-    int rc = collect_make_dir(&dir);
+    char *made = NULL;
+    int rc = sonde_prim_private_dir(&made);
+    if (rc == 0) {
+        sonde_buf_puts(&dir, made);
+        if (sonde_buf_error(&dir)) {
+            sonde__collect_remove_dir(made);
+            rc = -ENOMEM;
+        }
+        free(made);
+    }
     if (rc < 0) {
         snprintf(err, err_len,
                  "cannot make a directory for the profiles of the program's processes: %s",

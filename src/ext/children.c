@@ -41,8 +41,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHILDREN_PROBE_BYTES (64 * 1024) /* allocated once in a new directory */
-
 static struct {
     bool follow;                  /* the run follows the program's Python processes */
     int role;                     /* SONDE_CHILDREN_ROOT, _CHILD or _SERVICE */
@@ -116,119 +114,6 @@ unsigned sonde_children_spawned(void)
 
 /* ---- the directory ---------------------------------------------------------------- */
 
-/* Holds SIGXFSZ back on the calling thread while a file is written: a
- * write past RLIMIT_FSIZE then fails with EFBIG instead of killing a
- * process that plain python would not have killed. *had: it was pending
- * before (then it is left so). */
-void sonde_children_xfsz_hold(sigset_t *old, bool *had)
-{
-    sigset_t one, pending;
-    sigemptyset(&one);
-    sigaddset(&one, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &one, old);
-    sigpending(&pending);
-    *had = sigismember(&pending, SIGXFSZ) == 1;
-}
-
-/* Takes back a SIGXFSZ the write raised, then restores the mask. */
-void sonde_children_xfsz_release(const sigset_t *old, bool had)
-{
-    sigset_t one, pending;
-    sigemptyset(&one);
-    sigaddset(&one, SIGXFSZ);
-    sigpending(&pending);
-    if (!had && sigismember(&pending, SIGXFSZ) == 1) {
-        struct timespec zero = {0, 0};
-        (void)sigtimedwait(&one, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* Allocates CHILDREN_PROBE_BYTES (or the file size limit, when lower) in
- * a file of dir and removes it: a full file system is found now, and
- * another place tried, rather than when the profiles are written. Returns
- * 0 or -errno. */
-static int children_probe(const char *dir)
-{
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/probe", dir) >= sizeof path) return -ENAMETOOLONG;
-    off_t bytes = CHILDREN_PROBE_BYTES;
-    struct rlimit fsize;
-    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
-        fsize.rlim_cur < (rlim_t)bytes)
-        bytes = (off_t)fsize.rlim_cur;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return -errno;
-    int rc = bytes > 0 ? posix_fallocate(fd, 0, bytes) : 0;
-    if (rc == EOPNOTSUPP || rc == EINVAL) rc = 0; /* no fallocate there: trust it */
-    close(fd);
-    unlink(path);
-    return -rc;
-}
-
-static void children_remove_dir(const char *dir);
-
-/* Removes the directories of runs whose root died by SIGKILL (nothing of
- * theirs could remove them): "sonde-run-<pid>-*" in base, ours, with no
- * such process. A pid used again by another process keeps its directory
- * (harmless: it is only not removed). */
-static void children_remove_stale(const char *base)
-{
-    DIR *d = opendir(base);
-    if (!d) return;
-    struct dirent *e;
-    char path[PATH_MAX];
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "sonde-run-", 10) != 0) continue;
-        char *end = NULL;
-        long pid = strtol(e->d_name + 10, &end, 10);
-        struct stat st;
-        if (pid <= 0 || !end || *end != '-' || pid == (long)getpid() ||
-            (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
-            (size_t)snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= sizeof path ||
-            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-            continue;
-        children_remove_dir(path);
-    }
-    closedir(d);
-}
-
-/* Makes a private directory (mode 0700) in the first of the usual places
- * where one can be made and written. Returns 0 with *out (owned, absolute)
- * or the first failure's -errno. */
-static int children_make_dir(char **out)
-{
-    const char *bases[] = {getenv("TMPDIR"), "/tmp", "/dev/shm", "/var/tmp",
-                           getenv("XDG_RUNTIME_DIR")};
-    int first = 0;
-    sigset_t old;
-    bool had;
-    sonde_children_xfsz_hold(&old, &had);
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(bases); i++) {
-        const char *base = bases[i];
-        if (!base || base[0] != '/') continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = bases[j] && strcmp(bases[j], base) == 0;
-        if (seen) continue;
-        char path[PATH_MAX];
-        if ((size_t)snprintf(path, sizeof path, "%s/sonde-run-%d-XXXXXX", base, (int)getpid()) >=
-            sizeof path - 16)
-            continue;
-        children_remove_stale(base);
-        int rc = mkdtemp(path) ? children_probe(path) : -errno;
-        if (rc == 0) {
-            *out = realpath(path, NULL);
-            if (*out) break;
-            rc = -errno;
-        }
-        rmdir(path);
-        if (!first) first = rc;
-    }
-    sonde_children_xfsz_release(&old, had);
-    return *out ? 0 : (first ? first : -ENOENT);
-}
-
 const char *sonde_children_dir_ensure(void)
 {
     if (!sonde_children_follow()) return NULL;
@@ -245,7 +130,7 @@ const char *sonde_children_dir_ensure(void)
     }
     if (children.role != SONDE_CHILDREN_ROOT) return NULL;
     char *dir = NULL;
-    int rc = children_make_dir(&dir);
+    int rc = sonde_prim_private_dir(&dir);
     if (rc < 0) {
         children.dir_errno = -rc;
         return NULL;
@@ -295,22 +180,6 @@ void sonde_children_account_alone(sonde_profile_t *prof)
                  strerror(children.dir_errno ? children.dir_errno : ENOENT));
 }
 
-/* Removes the directory and its files (nothing else is made there). */
-static void children_remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char path[PATH_MAX];
-        while ((e = readdir(d)))
-            if (e->d_name[0] != '.' &&
-                (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
-                unlink(path);
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* Writes prof as JSON to "<dir>/<stem>.json" (a temporary file, then a
  * rename). Returns 0 or -errno. */
 static int children_write_root(const sonde_profile_t *prof, const char *path, const char **what)
@@ -319,9 +188,9 @@ static int children_write_root(const sonde_profile_t *prof, const char *path, co
     sonde_report_ctx_init(&ctx, -1);
     sigset_t old;
     bool had;
-    sonde_children_xfsz_hold(&old, &had);
+    sonde_prim_xfsz_hold(&old, &had);
     int rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path, -1, what);
-    sonde_children_xfsz_release(&old, had);
+    sonde_prim_xfsz_release(&old, had);
     return rc;
 }
 
@@ -392,6 +261,6 @@ int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
     }
     /* it said why (or died): the root's own profile is still in memory,
      * the directory goes */
-    children_remove_dir(children.dir);
+    sonde_prim_private_dir_remove(children.dir);
     return -ECHILD;
 }

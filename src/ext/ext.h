@@ -324,9 +324,6 @@ int sonde_children_finish(const sonde_profile_t *prof, const char *outfile);
 /* SIGTERM while the root waits: the merging command ends its wait now.
  * Async-signal-safe. */
 void sonde_children_on_sigterm(void);
-/* SIGXFSZ held back on this thread around a write (see children.c). */
-void sonde_children_xfsz_hold(sigset_t *old, bool *had);
-void sonde_children_xfsz_release(const sigset_t *old, bool had);
 
 /* ---- memory profiling (memory.c, memory_hook.c) ----------------------------------
  * `sonde run --memory`: the allocator shim (src/shim/, preloaded) counts

@@ -245,9 +245,9 @@ static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, co
         ctx.viewer_dir = s->viewer_dir;
         sigset_t old;
         bool had;
-        sonde_children_xfsz_hold(&old, &had);
+        sonde_prim_xfsz_hold(&old, &had);
         rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path.data, -1, what);
-        sonde_children_xfsz_release(&old, had);
+        sonde_prim_xfsz_release(&old, had);
     }
     if (rc < 0) session_collect_failed(s, rc);
     sonde_buf_free(&path);
@@ -349,10 +349,10 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     ctx.pprof.compress_arg = python_thread ? SONDE_EXT_GZIP_TAKE_GIL : NULL;
     sigset_t old;
     bool had;
-    sonde_children_xfsz_hold(&old, &had);
+    sonde_prim_xfsz_hold(&old, &had);
     rc = sonde_report_emit(s->opts.format ? s->opts.format : sonde_format_default(), &prof, &ctx,
                            s->outfile, 2, what);
-    sonde_children_xfsz_release(&old, had);
+    sonde_prim_xfsz_release(&old, had);
 done:
     sonde_profile_free(&prof);
     return rc;

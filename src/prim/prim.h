@@ -11,6 +11,7 @@
 #include "../core/atomic.h"
 #include "../core/common.h"
 
+#include <signal.h>
 #include <sys/types.h>
 
 /* CLOCK_MONOTONIC in ns. */
@@ -283,6 +284,23 @@ typedef enum sonde_prim_link {
  * sonde_prim_link_t and sets *fd (-1 unless OWN_FD), or -errno. Allocates
  * nothing. */
 int sonde_prim_proc_link(const char *path, int *fd);
+
+/* ---- the private directory of hand-overs (privdir.c) ------------------------- */
+
+/* Makes "sonde-run-<pid>-XXXXXX" (mode 0700) in $TMPDIR, else /tmp,
+ * /dev/shm, /var/tmp, $XDG_RUNTIME_DIR: the first where it can be made
+ * and 64 KiB allocated in it; removes there the directories of runs whose
+ * root no longer exists. Returns 0 with *out (malloc'd, absolute) or the
+ * first failure's -errno. */
+int sonde_prim_private_dir(char **out);
+/* Removes such a directory and its files (nothing else is made there). */
+void sonde_prim_private_dir_remove(const char *dir);
+/* Holds SIGXFSZ back on the calling thread around a write, so that a write
+ * past RLIMIT_FSIZE fails with EFBIG instead of killing a process plain
+ * python would not have killed; release takes back a SIGXFSZ the write
+ * raised (not one pending before: *had) and restores the mask. */
+void sonde_prim_xfsz_hold(sigset_t *old, bool *had);
+void sonde_prim_xfsz_release(const sigset_t *old, bool had);
 
 /* ---- a helper process the program cannot see (spawn.c) ---------------------- */
 
