@@ -21,6 +21,13 @@ int sonde_cli_gzip(const void *data, size_t len, struct sonde_buf *out, void *un
 
 /* `sonde run`: argv[0..argc-1] are the words after "run". */
 int sonde_cli_run(int argc, char **argv);
+/* `sonde run --period`: makes the private directory (*dir, malloc'd) and
+ * starts the period helper, detached, and waits until it is ready. Returns
+ * 0, or 2 after a line saying why (nothing is left then). */
+int sonde_cli_run_start_periods(char **dir);
+/* `sonde _periods DIR ROOT_PID RUN_WORDS...`: the period helper. Returns
+ * its exit status. */
+int sonde_cli_run_periods_main(int argc, char **argv);
 
 /* `sonde trace`: argv[0..argc-1] are the words after "trace". */
 int sonde_cli_trace(int argc, char **argv);

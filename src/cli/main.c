@@ -137,33 +137,6 @@ int sonde_cli_pkg_dir(char *buf, size_t len)
     return 0;
 }
 
-/* The collector's periods (sonde_collect_out_t) on a sonde_cli_period_t. */
-typedef struct main_periods {
-    sonde_cli_period_t run;
-    const sonde_period_args_t *args;
-    const sonde_format_t *format;
-    double rate_hz;
-} main_periods_t;
-
-static int main_periods_start(void *arg)
-{
-    main_periods_t *m = arg;
-    return sonde_cli_period_open(&m->run, m->args, m->format, m->rate_hz);
-}
-
-static int main_periods_submit(void *arg, const sonde_profile_t *prof, const sonde_profile_t *parts,
-                               size_t n_parts, uint64_t from_ns, uint64_t until_ns)
-{
-    main_periods_t *m = arg;
-    return sonde_cli_period_submit_profile(&m->run, prof, parts, n_parts, from_ns, until_ns);
-}
-
-static void main_periods_finish(void *arg, volatile sig_atomic_t *cancel)
-{
-    main_periods_t *m = arg;
-    (void)sonde_cli_period_close(&m->run, "the program", cancel);
-}
-
 int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *outfile,
                      const char *options, bool preload_shim, const sonde_run_opts_t *collect,
                      const sonde_period_args_t *period)
@@ -194,21 +167,15 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
         return 2;
     }
     if (collect && period) {
-        sonde_collect_out_t out = {.compress = sonde_cli_gzip};
-        main_periods_t periods = {.args = period, .format = collect->format};
-        if (period) {
-            periods.rate_hz = collect->interval_sec > 0 ? 1.0 / collect->interval_sec : 100;
-            out.period_sec = period->period_sec;
-            out.start = main_periods_start;
-            out.submit = main_periods_submit;
-            out.finish = main_periods_finish;
-            out.arg = &periods;
+        /* the period helper, then the program in this process */
+        char *dir = NULL;
+        if (sonde_cli_run_start_periods(&dir) != 0) return 2;
+        int set = setenv(SONDE_ENV_COLLECT, dir, 1);
+        free(dir);
+        if (set != 0) {
+            sonde_cli_error("cannot set the environment: %s", strerror(errno));
+            return 2;
         }
-        rc = sonde_collect_run(python, pkg_dir, prog, options, preload_shim, collect, &out, err,
-                               sizeof err);
-        if (rc >= 0) return rc;
-        if (err[0]) sonde_cli_error("%s", err);
-        return 2;
     }
     sonde_launch_exec(python, pkg_dir, mode, prog, options, preload_shim, err, sizeof err);
     sonde_cli_error("%s", err);
@@ -289,6 +256,7 @@ int sonde_cli_main(int argc, char **argv)
     if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
     if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
     if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);
+    if (strcmp(cmd, "_periods") == 0) return sonde_cli_run_periods_main(argc - 2, argv + 2);
     if (strcmp(cmd, "_children") == 0)
         return sonde_collect_children_main(argc - 2, argv + 2, sonde_cli_gzip);
     if (cmd[0] == '-')

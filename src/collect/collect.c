@@ -60,10 +60,6 @@
 #define COLLECT_TICK_NS 20000000L             /* the loop's wake-up */
 #define COLLECT_MAX_PROFILE ((size_t)1 << 30) /* a profile file read back, at most */
 
-/* Signals sent on to the program when sent to this process alone. */
-static const int collect_forwarded[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT,
-                                        SIGUSR1, SIGUSR2, SIGALRM};
-
 static uint64_t collect_now_ns(void)
 {
     struct timespec ts;
@@ -76,18 +72,6 @@ static uint64_t collect_now_ns(void)
 void sonde__collect_remove_dir(const char *dir)
 {
     sonde_prim_private_dir_remove(dir);
-}
-
-/* /proc/PID/exe's target into out (NUL-terminated). Returns its length or
- * -1. */
-static ssize_t readlink_proc_exe(pid_t pid, char *out, size_t size)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-    ssize_t len = readlink(path, out, size - 1);
-    if (len <= 0) return -1;
-    out[len] = 0;
-    return len;
 }
 
 /* Whether process pid runs (not a zombie). */
@@ -103,42 +87,6 @@ bool sonde__collect_alive(int pid)
     stat[n] = 0;
     const char *close = strrchr(stat, ')');
     return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
-}
-
-/* Whether a child of this process (the processes the program left behind
- * become ours) runs the interpreter `exe` (a real path): one forked an
- * instant before the program ended may not have said it is profiled yet. */
-static bool collect_python_child(const char *exe)
-{
-    DIR *d = opendir("/proc");
-    if (!d) return false;
-    bool found = false;
-    pid_t me = getpid();
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0) continue;
-        char path[64], stat[512], link[PATH_MAX];
-        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "re");
-        if (!f) continue;
-        size_t n = fread(stat, 1, sizeof stat - 1, f);
-        fclose(f);
-        stat[n] = 0;
-        const char *close = strrchr(stat, ')');
-        int ppid = 0;
-        char state = 0;
-        if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != me || state == 'Z')
-            continue;
-        snprintf(path, sizeof path, "/proc/%ld/exe", pid);
-        ssize_t len = readlink(path, link, sizeof link - 1);
-        if (len <= 0) continue;
-        link[len] = 0;
-        found = strcmp(link, exe) == 0;
-    }
-    closedir(d);
-    return found;
 }
 
 /* The profiles of the directory: names of "<stem>.live" files. */
@@ -189,47 +137,6 @@ static int collect_list(const char *dirpath, collect_list_t *list)
     return rc;
 }
 
-/* Whether to wait on: a profiled process that has not handed its profile
- * over and still runs, or a Python child not yet known. */
-static bool collect_waiting(const char *dirpath, const char *exe, collect_list_t *list)
-{
-    if (collect_list(dirpath, list) < 0) return false;
-    for (size_t i = 0; i < list->n; i++)
-        if (!list->items[i].handed && sonde__collect_alive(list->items[i].pid)) return true;
-    /* no child of ours left (the usual end): no need to look through /proc */
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
-    return collect_python_child(exe);
-}
-
-/* Root first, then by pid and stem (the order of the processes table). */
-static int collect_root_pid;
-static int collect_cmp(const void *a, const void *b)
-{
-    const collect_entry_t *x = a, *y = b;
-    bool rx = x->pid == collect_root_pid, ry = y->pid == collect_root_pid;
-    if (rx != ry) return rx ? -1 : 1;
-    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-    return strcmp(x->stem, y->stem);
-}
-
-/* What the program itself handed over: its exit as its profile saw it,
- * and the generation of its images (os.exec* of the interpreter) that did. */
-typedef struct collect_root {
-    bool exit_known;
-    int exit_status;
-    char exit_exception[64];
-    int first_gen; /* the lowest generation that handed over; -1 none */
-} collect_root_t;
-
-/* The generation in a stem "<pid>-<ns>-g<gen>" (0 without one). */
-static int collect_stem_gen(const char *stem)
-{
-    const char *g = strstr(stem, "-g");
-    return g ? atoi(g + 2) : 0;
-}
-
 /* Keeps one (moved in: the caller no longer frees it); on failure frees
  * it (the merge has it anyway; pprof then lacks its per-process samples). */
 void sonde__collect_parts_keep(sonde__collect_parts_t *parts, sonde_profile_t *one)
@@ -254,62 +161,6 @@ void sonde__collect_parts_free(sonde__collect_parts_t *parts)
         sonde_profile_free(&parts->items[i]);
     free(parts->items);
     memset(parts, 0, sizeof *parts);
-}
-
-/* Reads every profile handed over into merged. Returns how many were
- * read (0: nothing to report); *lost counts processes that handed nothing
- * over (killed, or still running); a profile that cannot be read is
- * counted too, with one line saying why. */
-static int collect_merge(const char *dirpath, collect_list_t *list, sonde_profile_t *merged,
-                         sonde__collect_parts_t *parts, uint64_t *lost, collect_root_t *root)
-{
-    int n = 0;
-    *lost = 0;
-    root->exit_known = false;
-    root->first_gen = -1;
-    if (collect_list(dirpath, list) < 0) return 0;
-    if (list->n > 1) qsort(list->items, list->n, sizeof *list->items, collect_cmp);
-    sonde_buf_t path = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
-    for (size_t i = 0; i < list->n; i++) {
-        collect_entry_t *it = &list->items[i];
-        if (!it->handed) {
-            (*lost)++;
-            continue;
-        }
-        sonde_buf_reset(&path);
-        sonde_buf_reset(&text);
-        sonde_buf_printf(&path, "%s/%s.json", dirpath, it->stem);
-        sonde_profile_t one;
-        sonde_profile_init(&one);
-        char err[256] = "";
-        int rc = sonde_buf_error(&path)
-                     ? -ENOMEM
-                     : sonde_buf_read_file(&text, path.data, COLLECT_MAX_PROFILE, NULL);
-        if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
-        if (rc == 0 && it->pid == collect_root_pid) {
-            int gen = collect_stem_gen(it->stem);
-            if (root->first_gen < 0 || gen < root->first_gen) root->first_gen = gen;
-            if (one.exit_known) {
-                root->exit_known = true;
-                root->exit_status = one.exit_status;
-                snprintf(root->exit_exception, sizeof root->exit_exception, "%s",
-                         one.exit_exception);
-            }
-        }
-        if (rc == 0) rc = sonde_profile_merge(merged, &one);
-        if (rc < 0) {
-            fprintf(stderr, "sonde: the profile of process %d is left out: %s\n", it->pid,
-                    err[0] ? err : strerror(-rc));
-            (*lost)++;
-            sonde_profile_free(&one);
-        } else {
-            n++;
-            sonde__collect_parts_keep(parts, &one);
-        }
-    }
-    sonde_buf_free(&path);
-    sonde_buf_free(&text);
-    return n;
 }
 
 /* ---- periods ------------------------------------------------------------------------ */
@@ -604,211 +455,88 @@ int sonde__collect_report(sonde_profile_t *prof, const sonde__collect_parts_t *p
     return rc;
 }
 
-/* Ends this process the way the program's wait status says. */
-static int collect_end_like(int status, const sigset_t *set, const sigset_t *old_mask)
+/* Whether to wait on: a profiled process that has not handed its profile
+ * over and still runs. */
+static bool collect_waiting(const char *dirpath, collect_list_t *list)
 {
-    /* signals that came while the report was written were for the
-     * program, which has ended: they must not end this process instead */
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(set, NULL, &zero) > 0) {
-    }
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(collect_forwarded); i++)
-        signal(collect_forwarded[i], SIG_IGN);
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (!WIFSIGNALED(status)) return 1;
-    int sig = WTERMSIG(status);
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core); /* the program dumped its own, if any */
-    signal(sig, SIG_DFL);
-    fflush(NULL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
-    sigprocmask(SIG_UNBLOCK, &one, NULL);
-    raise(sig);
-    return 128 + sig;
+    if (collect_list(dirpath, list) < 0) return false;
+    for (size_t i = 0; i < list->n; i++)
+        if (!list->items[i].handed && sonde__collect_alive(list->items[i].pid)) return true;
+    return false;
 }
 
-/* A signal taken by the loop: sent on to the program when it was sent to
- * this process alone (by a process other than the program). */
-static void collect_forward(int sig, const siginfo_t *info, pid_t root, bool root_done)
+/* Whether the root has ended: gone, or its end handed over ("ending"). */
+static bool collect_root_done(const char *dirpath, pid_t root)
 {
-    bool sent = info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL;
-    if (!sent || info->si_pid == root || root_done) return;
-    kill(root, sig);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" SONDE_COLLECT_ENDING, dirpath);
+    return access(path, F_OK) == 0 || !sonde__collect_alive((int)root);
 }
 
-int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_program_t *prog,
-                      const char *options, bool preload_shim, const sonde_run_opts_t *opts,
-                      const sonde_collect_out_t *out, char *err, size_t err_len)
+/* Makes "<dir>/name" (empty) atomically. */
+static void collect_mark(const char *dirpath, const char *name, const char *text)
 {
-    sonde_buf_t dir = SONDE_BUF_INIT;
-    char *made = NULL;
-    int rc = sonde_prim_private_dir(&made);
-    if (rc == 0) {
-        sonde_buf_puts(&dir, made);
-        if (sonde_buf_error(&dir)) {
-            sonde__collect_remove_dir(made);
-            rc = -ENOMEM;
-        }
-        free(made);
-    }
-    if (rc < 0) {
-        snprintf(err, err_len,
-                 "cannot make a directory for the profiles of the program's processes: %s",
-                 strerror(-rc));
-        sonde_buf_free(&dir);
-        return rc;
-    }
-    char exe[PATH_MAX];
-    if (!realpath(python, exe)) snprintf(exe, sizeof exe, "%s", python);
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/%s", dirpath, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    if (text) (void)sonde_write_fd(fd, text, strlen(text));
+    close(fd);
+    if (rename(tmp, path) != 0) unlink(tmp);
+}
 
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    for (size_t i = 0; i < SONDE_ARRAY_LEN(collect_forwarded); i++)
-        sigaddset(&set, collect_forwarded[i]);
-    sigprocmask(SIG_BLOCK, &set, &old);
+int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_t *opts,
+                          const sonde_collect_out_t *out, int ready_fd)
+{
     collect_periods_t periods = {0};
-    if (out && out->period_sec > 0) {
-        periods.out = out;
-        periods.memory = opts->memory;
-        rc = collect_periods_open(dir.data, &periods);
-        if (rc == 0 && out->start && out->start(out->arg) != 0) {
-            err[0] = 0;
-            rc = -ECANCELED;
-        } else if (rc < 0) {
-            snprintf(err, err_len, "cannot make the period file of the collector: %s",
-                     strerror(-rc));
-        }
-        if (rc < 0) {
-            if (periods.word) munmap((void *)periods.word, sizeof(uint64_t));
-            sigprocmask(SIG_SETMASK, &old, NULL);
-            sonde__collect_remove_dir(dir.data);
-            sonde_buf_free(&dir);
-            return rc;
-        }
-    }
-    (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    fflush(NULL);
-    pid_t root = fork();
-    if (root < 0) {
-        rc = -errno;
-        if (periods.out) {
-            collect_list_t none = {0};
-            collect_periods_end(dir.data, &periods, &none);
-            free(none.items);
-        }
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        sonde__collect_remove_dir(dir.data);
-        sonde_buf_free(&dir);
-        snprintf(err, err_len, "cannot start the program: %s", strerror(-rc));
-        return rc;
-    }
-    if (root == 0) {
-        /* killed with the collector (kill -9 of `sonde run` ended the
-         * program when both were one process) */
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() == 1) _exit(127);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        char why[512] = "";
-        if (setenv(SONDE_ENV_COLLECT, dir.data, 1) != 0)
-            snprintf(why, sizeof why, "cannot set the environment: %s", strerror(errno));
-        else
-            sonde_launch_exec(python, pkg_dir, "run", prog, options, preload_shim, why, sizeof why);
-        fprintf(stderr, "sonde: %s\n", why);
-        _exit(127);
-    }
-    signal(SIGPIPE, SIG_IGN); /* the report to a closed pipe fails with EPIPE */
-    /* the program's standard input is its own: a writer into it sees the
-     * end when the program closes it */
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) {
-        if (devnull != STDIN_FILENO) {
-            dup2(devnull, STDIN_FILENO);
-            close(devnull);
-        }
+    periods.out = out;
+    periods.memory = opts->memory;
+    /* SIGINT and SIGTERM wait for the last periods' drain (collect_periods_end) */
+    sigset_t two;
+    sigemptyset(&two);
+    sigaddset(&two, SIGINT);
+    sigaddset(&two, SIGTERM);
+    sigprocmask(SIG_BLOCK, &two, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int rc = collect_periods_open(dirpath, &periods);
+    if (rc < 0)
+        fprintf(stderr, "sonde: cannot make the period file in %s: %s\n", dirpath, strerror(-rc));
+    else if (out->start && out->start(out->arg) != 0)
+        rc = -ECANCELED;
+    char pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "%d\n", (int)getpid());
+    if (rc == 0) collect_mark(dirpath, SONDE_COLLECT_HELPER, pid_text);
+    unsigned char ready = rc == 0 ? 1 : 0;
+    (void)sonde_write_fd(ready_fd, &ready, 1);
+    close(ready_fd);
+    if (rc < 0) {
+        if (periods.word) munmap((void *)periods.word, sizeof(uint64_t));
+        return 2;
     }
 
-    bool root_done = false;
-    int root_status = 0;
     uint64_t root_end = 0;
+    uint64_t grace = (uint64_t)(opts->child_wait_sec * 1e9);
     collect_list_t list = {0};
     for (;;) {
         struct timespec tick = {0,
                                 collect_periods_sleep(&periods, collect_now_ns(), COLLECT_TICK_NS)};
-        siginfo_t info;
-        int sig = sigtimedwait(&set, &info, &tick);
-        if (sig > 0 && sig != SIGCHLD) {
-            if (root_done && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP))
-                root_end = 0; /* asked to stop waiting: report now */
-            else
-                collect_forward(sig, &info, root, root_done);
-        }
-        int status;
-        pid_t w;
-        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (w == root) {
-                root_done = true;
-                root_status = status;
-                root_end = collect_now_ns();
-            }
-        }
-        if (w < 0 && errno == ECHILD && !root_done) { /* cannot be: the program is ours */
-            root_done = true;
-            root_end = collect_now_ns();
-        }
-        collect_periods_tick(dir.data, &periods, &list, collect_now_ns());
-        if (!root_done) {
-            /* the interpreter's real file, once the program runs it (a
-             * pyenv shim execs it in turn): a child forked an instant
-             * before the end is recognised by it */
-            char link[PATH_MAX], self[PATH_MAX];
-            ssize_t len = readlink_proc_exe(root, link, sizeof link);
-            ssize_t self_len = readlink_proc_exe(getpid(), self, sizeof self);
-            if (len > 0 && (self_len <= 0 || strcmp(link, self) != 0))
-                snprintf(exe, sizeof exe, "%s", link);
-            continue;
-        }
-        uint64_t now = collect_now_ns();
-        if (root_end == 0 || now - root_end >= SONDE_COLLECT_GRACE_NS) break;
-        if (!collect_waiting(dir.data, exe, &list)) break;
+        nanosleep(&tick, NULL);
+        collect_periods_tick(dirpath, &periods, &list, collect_now_ns());
+        if (!root_end && collect_root_done(dirpath, root)) root_end = collect_now_ns();
+        if (!root_end) continue;
+        /* the processes still running may hand their end over a little
+         * after the root's (a Pool's workers) */
+        if (collect_now_ns() - root_end >= grace || !collect_waiting(dirpath, &list)) break;
     }
-
-    sonde_profile_t merged;
-    sonde_profile_init(&merged);
-    sonde__collect_parts_t parts = {0};
-    uint64_t lost = 0;
-    collect_root_pid = (int)root;
-    collect_root_t from_root;
-    if (periods.out) {
-        collect_periods_end(dir.data, &periods, &list);
-    } else if (collect_merge(dir.data, &list, &merged, &parts, &lost, &from_root) > 0) {
-        merged.partial.processes_lost += lost;
-        /* how the program ended, never a child (a Pool's workers end by
-         * SIGTERM): as its profile saw it, else its wait status */
-        merged.exit_known = false;
-        merged.exit_status = 0;
-        merged.exit_exception[0] = 0;
-        if (from_root.exit_known) {
-            sonde_profile_set_exit(&merged, from_root.exit_status, from_root.exit_exception);
-        } else if (WIFEXITED(root_status) && WEXITSTATUS(root_status) != 0) {
-            sonde_profile_set_exit(&merged, WEXITSTATUS(root_status), "");
-        } else if (WIFSIGNALED(root_status)) {
-            char name[32];
-            const char *abbrev = sigabbrev_np(WTERMSIG(root_status));
-            snprintf(name, sizeof name, "SIG%s", abbrev ? abbrev : "?");
-            sonde_profile_set_exit(&merged, 128 + WTERMSIG(root_status), name);
-        }
-        (void)sonde__collect_report(&merged, &parts, opts, pkg_dir,
-                                    from_root.first_gen > 0 ? from_root.first_gen : 0,
-                                    out ? out->compress : NULL);
-    }
-    sonde__collect_parts_free(&parts);
-    sonde_profile_free(&merged);
+    collect_periods_end(dirpath, &periods, &list);
     free(list.items);
-    sonde__collect_remove_dir(dir.data);
-    sonde_buf_free(&dir);
-    return collect_end_like(root_status, &set, &old);
+    collect_mark(dirpath, SONDE_COLLECT_DRAINED, NULL);
+    /* the root reads "drained" and ends; then the directory goes */
+    for (int i = 0; i < 3000 && sonde__collect_alive((int)root); i++) {
+        struct timespec wait = {0, 10000000L};
+        nanosleep(&wait, NULL);
+    }
+    sonde__collect_remove_dir(dirpath);
+    return 0;
 }

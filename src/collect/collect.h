@@ -1,5 +1,6 @@
-/* collect.h — the collector of `sonde run`: the program's parent, which
- * merges the profiles of every Python process the program starts.
+/* collect.h — the merges of `sonde run`: the report of a program and its
+ * followed processes at its end (children.c), and the periods of
+ * `sonde run --period` (collect.c).
  *
  * Owns: the interface between the CLI (src/cli/main.c) and the collector
  * (collect.c). Runs in the `sonde` process only (separate from the
@@ -13,11 +14,6 @@
 #include "../report/report.h"
 
 #include <signal.h>
-
-/* How long the collector waits, once the program has ended, for the
- * Python processes it started that are still running to hand their
- * profiles over (they are counted as lost after that). */
-#define SONDE_COLLECT_GRACE_NS 5000000000ull
 
 /* What the collector gives the command besides the report at the end. */
 typedef struct sonde_collect_out {
@@ -43,27 +39,25 @@ typedef struct sonde_collect_out {
     void *arg;
 } sonde_collect_out_t;
 
-/* Runs the program as a child (the interpreter, exec'd with the
- * hand-over plus SONDE_RUN_COLLECT: src/launch/launch.c) and stays its
- * parent: forwards the signals sent to this process, waits for the
- * program and then, up to SONDE_COLLECT_GRACE_NS, for the followed
- * processes still running; merges the profiles handed over (when the
- * program handed one over, or any other process did; a program that
- * started no followed process writes its own report) and writes the
- * report as opts asks; removes its directory. Then ends as the program
- * did: returns its exit status, or kills this process with the signal
- * that killed it. With periods (out->period_sec), hands each period's
- * merge to out->submit instead of writing a report. On a failure before
- * the program starts, returns a negative errno with a message in err (the
- * caller prints it; "" when out->start printed it). */
 /* `sonde _children DIR ROOT_STEM OPTIONS OUTFILE PKG_DIR NOT_FOLLOWED
- * REMOVED DIR_ERRNO ROOT_PID ROOT_FOLLOWED` (argv from DIR on): the report of a program and its
- * followed processes, at the program's end (children.c). Returns the exit
- * status: 0, or 2 when the root's profile cannot be read. */
+ * REMOVED DIR_ERRNO ROOT_PID ROOT_FOLLOWED` (argv from DIR on): the report
+ * of a program and its followed processes, at the program's end
+ * (children.c). Returns the exit status: 0, or 2 when the root's profile
+ * cannot be read. */
 int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compress);
 
-int sonde_collect_run(const char *python, const char *pkg_dir, const sonde_program_t *prog,
-                      const char *options, bool preload_shim, const sonde_run_opts_t *opts,
-                      const sonde_collect_out_t *out, char *err, size_t err_len);
+/* The period helper of `sonde run --period` (`sonde _periods`, started
+ * detached by the command before it execs the interpreter): makes the
+ * period page in dirpath, opens out (out->start), writes one byte to
+ * ready_fd (1 ready, 0 not: the program is then not started) and closes
+ * it, then ends each period (every out->period_sec) as the collector did,
+ * watching the root (pid root) rather than waiting for a child: when the
+ * root says it ended ("ending" in dirpath, after its last hand-over) or is
+ * gone, it waits at most opts->child_wait_sec for the followed processes
+ * still running, submits the last period, runs out->finish (SIGINT or
+ * SIGTERM cancel it), writes "drained" (the root waits for it), and once
+ * the root is gone removes the directory. Returns the exit status. */
+int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_t *opts,
+                          const sonde_collect_out_t *out, int ready_fd);
 
 #endif

@@ -27,6 +27,7 @@
  */
 #include "ext.h"
 
+#include "../launch/launch.h"
 #include "../report/report.h"
 
 #include <fcntl.h>
@@ -139,6 +140,41 @@ const char *sonde_children_dir_ensure(void)
     children.made_here = true;
     children.dir_errno = 0;
     return children.dir;
+}
+
+/* ---- the root's end with --period ------------------------------------------------- */
+
+/* Whether "<dir>/name" exists. */
+static bool children_has(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    return (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
+           access(path, F_OK) == 0;
+}
+
+void sonde_children_periods_end(void)
+{
+    const char *dir = sonde_children_dir_handed();
+    if (!dir || children.role != SONDE_CHILDREN_ROOT) return;
+    char path[PATH_MAX], text[32] = "";
+    if ((size_t)snprintf(path, sizeof path, "%s/" SONDE_COLLECT_HELPER, dir) >= sizeof path) return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) close(fd);
+    pid_t helper = n > 0 ? (pid_t)atoi(text) : 0;
+    /* the last hand-over is in: the helper ends the last period */
+    if ((size_t)snprintf(path, sizeof path, "%s/" SONDE_COLLECT_ENDING, dir) >= sizeof path) return;
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+    if (helper <= 0) return;
+    /* and sends what waits; a SIGTERM meanwhile cuts that short
+     * (sonde_children_on_sigterm) */
+    children.helper = helper;
+    while (!children_has(dir, SONDE_COLLECT_DRAINED) && kill(helper, 0) == 0) {
+        struct timespec tick = {0, 10000000L};
+        nanosleep(&tick, NULL);
+    }
+    children.helper = 0;
 }
 
 /* ---- the root's end ------------------------------------------------------------------ */

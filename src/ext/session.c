@@ -329,6 +329,7 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     if ((rc = session_build(s, &prof, false)) < 0) goto done;
     if (to_collector) {
         rc = session_hand_over(s, &prof, ".json", what);
+        if (s->periods && !s->child) sonde_children_periods_end();
         goto done;
     }
     session_collect_unlink_live(s);
@@ -486,9 +487,9 @@ static void session_sigterm(int sig)
         kill(getpid(), sig);
         return;
     }
+    sonde_children_on_sigterm(); /* a helper the root waits for stops waiting */
     if (atomic_load(&session.stopping)) {
         session_sigterm_deferred = 1;
-        sonde_children_on_sigterm(); /* the merge at the end stops waiting */
         return;
     }
     sonde_sampler_signal_terminate(&session.sampler);

@@ -316,5 +316,7 @@ int sonde_prim_spawn_quiet(const char *path, char *const argv[], char *const env
  * *result to the last byte it wrote there (-1: none). Closes fd. Returns 0,
  * -ECHILD when it wrote nothing (it died first), or -errno. */
 int sonde_prim_wait_quiet(int fd, int *result);
+/* Closes every descriptor from lowest up. Async-signal-safe. */
+void sonde_prim_close_from(int lowest);
 
 #endif

@@ -25,6 +25,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void sonde_prim_close_from(int lowest)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)lowest, ~0U, 0U) == 0) return;
+#endif
+    for (int fd = lowest; fd < 65536; fd++)
+        (void)syscall(SYS_close, fd);
+}
+
 /* The helper's side: the pipe's write end as descriptor 3, descriptors 4
  * and up closed, every signal unblocked (dispositions the program set to
  * be ignored stay so, as execve keeps them), then the new image.
@@ -33,13 +42,7 @@ static void spawn_helper(int status_fd, const char *path, char *const argv[], ch
 {
     if (status_fd != 3 && syscall(SYS_dup2, status_fd, 3) < 0) (void)syscall(SYS_exit_group, 127);
     (void)syscall(SYS_fcntl, 3, F_SETFD, 0);
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
-#endif
-    {
-        for (int fd = 4; fd < 65536; fd++)
-            (void)syscall(SYS_close, fd);
-    }
+    sonde_prim_close_from(4);
     sigset_t none;
     sigemptyset(&none);
     (void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long));
