@@ -310,9 +310,19 @@ def fork_from_thread_and_grandchildren(env):
 
 
 @case()
+def _without_missing_line(err):
+    """stderr without sonde's one line naming processes missing from the
+    report (a worker the pool kills before its profiling started, or while
+    it hands its profile over, is missing, and sonde says so)."""
+    return b"".join(l for l in err.splitlines(keepends=True)
+                    if not (l.startswith(b"sonde: ") and b"not in the report" in l))
+
+
 def process_pool_broken(env):
     """A worker of a ProcessPoolExecutor dies by os._exit: the pool breaks,
-    with the same exception and message as under python."""
+    with the same exception and message as under python (the other worker,
+    terminated by the broken pool, may be missing from the report: sonde's
+    line saying so is the only difference allowed)."""
     _, plain = same(env, """
         import concurrent.futures, os
         def die(x):
@@ -325,7 +335,7 @@ def process_pool_broken(env):
                     print(sorted(ex.map(die, range(6))))
                 except concurrent.futures.process.BrokenProcessPool as e:
                     print("broken:", e)
-    """, parallel=True)
+    """, parallel=True, ignore_stderr=_without_missing_line)
     return _note(plain)
 
 
