@@ -309,7 +309,6 @@ def fork_from_thread_and_grandchildren(env):
     return _note(plain)
 
 
-@case()
 def _without_missing_line(err):
     """stderr without sonde's one line naming processes missing from the
     report (a worker the pool kills before its profiling started, or while
@@ -318,6 +317,7 @@ def _without_missing_line(err):
                     if not (l.startswith(b"sonde: ") and b"not in the report" in l))
 
 
+@case()
 def process_pool_broken(env):
     """A worker of a ProcessPoolExecutor dies by os._exit: the pool breaks,
     with the same exception and message as under python (the other worker,
