@@ -65,7 +65,7 @@ int sonde_attach_cli_periods(sonde_attach_t *a, const sonde_attach_args_t *args,
     char whose[32];
     snprintf(whose, sizeof whose, "pid %d", (int)args->pid);
     if (stop) *stop = 0; /* the signal that ended sampling: a second one cancels the drain */
-    if (sonde_cli_period_close(&run, whose, stop)) status = 1;
+    if (sonde_cli_period_close(&run, whose, stop, 0)) status = 1;
     sonde_buf_free(&body);
     return status;
 }

@@ -319,13 +319,14 @@ int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile
 }
 
 int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
-                           volatile sig_atomic_t *cancel)
+                           volatile sig_atomic_t *cancel, double drain_max_sec)
 {
     const sonde_period_args_t *p = run->args;
     int status = 0;
     if (run->fleet) {
         double drain = 2 * p->upload_timeout;
         if (drain > PERIOD_DRAIN_MAX_SEC) drain = PERIOD_DRAIN_MAX_SEC;
+        if (drain_max_sec > 0 && drain > drain_max_sec) drain = drain_max_sec;
         sonde_fleet_stats_t now, stats;
         sonde_fleet_get_stats(run->fleet, &now);
         if (now.backlog)
@@ -333,7 +334,9 @@ int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
                     "sonde: sending the %u period%s waiting (up to %.0f s; Ctrl-C again to "
                     "leave them in the spool directory)\n",
                     now.backlog, now.backlog == 1 ? "" : "s", drain);
-        sonde_fleet_stop(run->fleet, drain, cancel, &stats);
+        /* bounded for a container's stop: the request under way is not
+         * waited for past it (the helper exits next) */
+        sonde_fleet_stop(run->fleet, drain, drain_max_sec > 0, cancel, &stats);
         run->fleet = NULL;
         fprintf(stderr, "sonde: %llu period%s of %s", (unsigned long long)stats.periods,
                 stats.periods == 1 ? "" : "s", whose);

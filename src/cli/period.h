@@ -77,12 +77,15 @@ int sonde_cli_period_submit(sonde_cli_period_t *run, const void *data, size_t le
 int sonde_cli_period_submit_profile(sonde_cli_period_t *run, const sonde_profile_t *prof,
                                     const sonde_profile_t *parts, size_t n_parts, uint64_t from_ns,
                                     uint64_t until_ns);
-/* Sends what waits (at most twice --upload-timeout, 30 s at most, or until
- * *cancel becomes non-zero: cancel may be NULL; a caller whose first
- * signal set it clears it first), stops the pipeline and
- * prints the closing line: "N periods of <whose>; ...". Returns 0, or 1
- * when period files could not be written. */
+/* Sends what waits (at most twice --upload-timeout, 30 s at most, and at
+ * most drain_max_sec when it is > 0, or until *cancel becomes non-zero:
+ * cancel may be NULL; a caller whose first signal set it clears it first),
+ * stops the pipeline and prints the closing line: "N periods of <whose>;
+ * ...". Returns 0, or 1 when period files could not be written. */
 int sonde_cli_period_close(sonde_cli_period_t *run, const char *whose,
-                           volatile sig_atomic_t *cancel);
+                           volatile sig_atomic_t *cancel, double drain_max_sec);
+/* The drain's bound when the program was stopped by SIGTERM: a container
+ * stop gives 10 s before SIGKILL. */
+#define SONDE_PERIOD_DRAIN_TERM_SEC 7.0
 
 #endif

@@ -97,10 +97,11 @@ static int run_periods_submit(void *arg, const sonde_profile_t *prof, const sond
     return sonde_cli_period_submit_profile(&m->run, prof, parts, n_parts, from_ns, until_ns);
 }
 
-static void run_periods_finish(void *arg, volatile sig_atomic_t *cancel)
+static void run_periods_finish(void *arg, volatile sig_atomic_t *cancel, bool terminated)
 {
     run_periods_t *m = arg;
-    (void)sonde_cli_period_close(&m->run, "the program", cancel);
+    (void)sonde_cli_period_close(&m->run, "the program", cancel,
+                                 terminated ? SONDE_PERIOD_DRAIN_TERM_SEC : 0);
 }
 
 int sonde_cli_run_periods_main(int argc, char **argv)

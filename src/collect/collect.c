@@ -179,6 +179,7 @@ typedef struct collect_periods {
     uint64_t pending_from, pending_until; /* its span (unix ns) */
     uint64_t wait_until;                  /* monotonic: the wait's end */
     bool memory;                          /* --memory: every period has the memory sample types */
+    bool terminated;                      /* the root ended by SIGTERM ("ending" says so) */
 } collect_periods_t;
 
 static uint64_t collect_unix_ns(void)
@@ -409,7 +410,7 @@ static void collect_periods_end(const char *dirpath, collect_periods_t *cp, coll
     sigaddset(&two, SIGTERM);
     collect_cancel = 0;
     sigprocmask(SIG_UNBLOCK, &two, NULL);
-    if (cp->out->finish) cp->out->finish(cp->out->arg, &collect_cancel);
+    if (cp->out->finish) cp->out->finish(cp->out->arg, &collect_cancel, cp->terminated);
     sigprocmask(SIG_BLOCK, &two, NULL);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -529,6 +530,15 @@ int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_
          * after the root's (a Pool's workers) */
         if (collect_now_ns() - root_end >= grace || !collect_waiting(dirpath, &list)) break;
     }
+    char ending[PATH_MAX], why[16] = "";
+    snprintf(ending, sizeof ending, "%s/" SONDE_COLLECT_ENDING, dirpath);
+    int fd = open(ending, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, why, sizeof why - 1);
+        why[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    periods.terminated = strncmp(why, "SIGTERM", 7) == 0;
     collect_periods_end(dirpath, &periods, &list);
     free(list.items);
     collect_mark(dirpath, SONDE_COLLECT_DRAINED, NULL);

@@ -30,12 +30,13 @@ typedef struct sonde_collect_out {
      * printed why, and the program is not started. finish runs after the
      * last period (the partial one at the end), before this process ends
      * like the program; *cancel becomes non-zero on a second SIGINT or
-     * SIGTERM meanwhile. */
+     * SIGTERM meanwhile; terminated: the program was stopped by SIGTERM
+     * (the drain then fits in a container's stop). */
     double period_sec;
     int (*start)(void *arg);
     int (*submit)(void *arg, const sonde_profile_t *prof, const sonde_profile_t *parts,
                   size_t n_parts, uint64_t from_ns, uint64_t until_ns);
-    void (*finish)(void *arg, volatile sig_atomic_t *cancel);
+    void (*finish)(void *arg, volatile sig_atomic_t *cancel, bool terminated);
     void *arg;
 } sonde_collect_out_t;
 

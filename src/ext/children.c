@@ -152,7 +152,7 @@ static bool children_has(const char *dir, const char *name)
            access(path, F_OK) == 0;
 }
 
-void sonde_children_periods_end(void)
+void sonde_children_periods_end(bool terminated)
 {
     const char *dir = sonde_children_dir_handed();
     if (!dir || children.role != SONDE_CHILDREN_ROOT) return;
@@ -165,7 +165,11 @@ void sonde_children_periods_end(void)
     /* the last hand-over is in: the helper ends the last period */
     if ((size_t)snprintf(path, sizeof path, "%s/" SONDE_COLLECT_ENDING, dir) >= sizeof path) return;
     fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0) close(fd);
+    if (fd >= 0) {
+        /* stopped by SIGTERM: the helper's drain fits in a container's stop */
+        if (terminated) (void)sonde_write_fd(fd, "SIGTERM\n", 8);
+        close(fd);
+    }
     if (helper <= 0) return;
     /* and sends what waits; a SIGTERM meanwhile cuts that short
      * (sonde_children_on_sigterm) */

@@ -329,7 +329,8 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     if ((rc = session_build(s, &prof, false)) < 0) goto done;
     if (to_collector) {
         rc = session_hand_over(s, &prof, ".json", what);
-        if (s->periods && !s->child) sonde_children_periods_end();
+        if (s->periods && !s->child)
+            sonde_children_periods_end(s->exit_known && s->exit_status == 128 + SIGTERM);
         goto done;
     }
     session_collect_unlink_live(s);

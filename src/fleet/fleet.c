@@ -314,14 +314,16 @@ void sonde_fleet_get_stats(sonde_fleet_t *f, sonde_fleet_stats_t *stats)
     pthread_mutex_unlock(&f->lock);
 }
 
-void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, volatile sig_atomic_t *cancel,
+void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, bool hard, volatile sig_atomic_t *cancel,
                       sonde_fleet_stats_t *final_stats)
 {
     if (!f) return;
     if (f->thread_started) {
         pthread_mutex_lock(&f->lock);
         f->stopping = true;
-        f->drain_deadline = sonde_prim_monotonic_ns() + (sonde_ns_t)(drain_sec * 1e9);
+        sonde_ns_t now = sonde_prim_monotonic_ns();
+        f->drain_deadline = now + (sonde_ns_t)(drain_sec * 1e9);
+        sonde_ns_t give_up = f->drain_deadline + (sonde_ns_t)(SONDE_FLEET_HARD_GRACE_SEC * 1e9);
         pthread_cond_broadcast(&f->wake);
         /* Wait for the thread, looking at cancel now and then (a signal
          * handler sets it; it cannot wake a condition variable). */
@@ -329,6 +331,13 @@ void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, volatile sig_atomic_t 
             if (cancel && *cancel) {
                 f->drain_deadline = 0; /* ends after the request under way */
                 pthread_cond_broadcast(&f->wake);
+            }
+            if (hard && sonde_prim_monotonic_ns() >= give_up) {
+                /* a request stuck in the network: its period stays in the
+                 * spool; the caller exits with the thread in it */
+                pthread_mutex_unlock(&f->lock);
+                if (final_stats) sonde_fleet_get_stats(f, final_stats);
+                return;
             }
             fleet_wait_unlocked(f, sonde_prim_monotonic_ns() + FLEET_CANCEL_POLL_NS);
         }

@@ -191,8 +191,12 @@ void sonde_fleet_get_stats(sonde_fleet_t *f, sonde_fleet_stats_t *stats);
  * the request under way), or until *cancel becomes non-zero (cancel may
  * be NULL; a second Ctrl-C), then stops the thread and frees f. Periods
  * still unsent stay in spool_dir. final_stats (may be NULL) gets the last
- * figures. NULL f is a no-op. */
-void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, volatile sig_atomic_t *cancel,
+ * figures. NULL f is a no-op. hard: the request under way is not waited
+ * for past the deadline (SONDE_FLEET_HARD_GRACE_SEC after it): the thread
+ * is left in it and f is not freed, for a caller that exits next (its
+ * period stays in the spool and is counted waiting). */
+#define SONDE_FLEET_HARD_GRACE_SEC 0.5
+void sonde_fleet_stop(sonde_fleet_t *f, double drain_sec, bool hard, volatile sig_atomic_t *cancel,
                       sonde_fleet_stats_t *final_stats);
 
 #endif

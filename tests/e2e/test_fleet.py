@@ -598,3 +598,30 @@ def test_fleet_run_second_signal_leaves_backlog(env):
     left = [n for n in os.listdir(spool) if NAME_RE.match(n)]
     check(len(left) >= 3, "the backlog was not kept: %r" % os.listdir(spool))
     check(re.search(r"0 uploaded, %d waiting" % len(left), err), "summary: %s" % err)
+
+
+def test_fleet_run_sigterm_drain_fits_a_container_stop(env):
+    """`sonde run --period` while the backend hangs and --upload-timeout
+    would allow a 30 s drain: one SIGTERM (a container stop, which sends
+    SIGKILL 10 s later) ends the program, and sonde run ends by SIGTERM
+    within SONDE_PERIOD_DRAIN_TERM_SEC (7 s) and a margin, counting the
+    periods left in the spool."""
+    receiver = Receiver(behave=lambda n: ("hang", 60)).start()
+    spool = os.path.join(env.tmp, "run_spool_term")
+    try:
+        proc = _start_run(env, ["--period", "0.5", "--upload",
+                                "http://127.0.0.1:%d" % receiver.port, "--upload-timeout", "20",
+                                "--spool-dir", spool], name="service3.py")
+        time.sleep(1.8)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        err = _finish_run(proc, timeout=40)
+        after = time.monotonic() - t0
+    finally:
+        receiver.stop()
+    check("sending the" in err and "up to 7 s" in err, "no drain line: %s" % err)
+    check(after < 10.0, "sonde took %.1f s after SIGTERM (a container stop allows 10)" % after)
+    left = [n for n in os.listdir(spool) if NAME_RE.match(n)]
+    check(len(left) >= 2 and re.search(r"0 uploaded, %d waiting" % len(left), err),
+          "summary: %s; spool %r" % (err, os.listdir(spool)))
+    return "ended %.1f s after SIGTERM, %d periods left in the spool" % (after, len(left))
