@@ -246,14 +246,8 @@ static void children_say(const children_missing_t *m, unsigned total, unsigned r
     snprintf(text, sizeof text, "could not write its profile (%s)", strerror(m->failed_errno));
     children_part(&line, &first, m->failed, text);
     children_part(&line, &first, m->unreadable, "wrote a profile that cannot be read");
-    if (removed)
-        snprintf(text, sizeof text,
-                 "left no profile: the program removed the directory of the profiles (%s)", dir);
-    else
-        snprintf(text, sizeof text,
-                 "left no trace in %s (still starting at the end, or unable to write there: "
-                 "privileges dropped?)",
-                 dir);
+    snprintf(text, sizeof text,
+             "left no profile: the program removed the directory of the profiles (%s)", dir);
     children_part(&line, &first, m->vanished, text);
     snprintf(text, sizeof text, "could not be followed (no directory for their profiles: %s)",
              strerror(dir_errno ? dir_errno : ENOENT));
@@ -348,13 +342,16 @@ int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compres
             m.ended++;
         }
     }
-    /* processes started as followed but with no trace here: they could not
-     * write into the directory, or it was removed under them */
     unsigned expected = 0;
     for (size_t i = 0; i < parts.n; i++)
         for (size_t k = 0; k < parts.items[i].n_processes; k++)
             expected += (unsigned)parts.items[i].processes[k].followed;
-    if (expected > seen) m.vanished = expected - seen;
+    /* processes started as followed but with no trace here: when the
+     * program removed the directory, theirs went with it; otherwise they
+     * were killed before their profiling started (a Pool's terminate()
+     * right after starting them), before any of the program's code ran
+     * there: no profile was lost */
+    if (expected > seen && removed) m.vanished = expected - seen;
     unsigned total = 1 + (expected > seen ? expected : seen) + m.not_followed;
     merged.partial.processes_lost +=
         m.ended + m.failed + m.unreadable + m.vanished + m.not_followed;

@@ -202,7 +202,6 @@ static void session_collect_begin(sonde_session_t *s)
 {
     snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu-g%d", (int)getpid(),
              (unsigned long long)sonde_prim_monotonic_ns(), session_next_gen);
-    session_collect_live(s);
 }
 
 /* A process that writes its own report is no business of the collector's. */
@@ -481,8 +480,21 @@ done:
  * SIGTERM would have. In a forked child it just restores the default. */
 static volatile sig_atomic_t session_sigterm_deferred;
 
+/* A SIGTERM that came to a forked child before its own session started
+ * (a Pool's terminate() right after the fork): raised again once it has. */
+static volatile sig_atomic_t session_sigterm_in_fork;
+/* The directory the child of the fork under way hands its profile over in
+ * (borrowed from children.c; NULL: not followed); set before the fork, back
+ * to NULL after it in both processes. */
+static const char *volatile session_fork_dir;
+
 static void session_sigterm(int sig)
 {
+    if (getpid() != session.pid && session_fork_dir) {
+        /* a child being followed: its session starts in a moment */
+        session_sigterm_in_fork = 1;
+        return;
+    }
     if (getpid() != session.pid || !session.active) {
         signal(sig, SIG_DFL);
         kill(getpid(), sig);
@@ -606,9 +618,6 @@ static PyMethodDef session_atexit_def = {"_sonde_atexit", session_atexit, METH_N
  * forked from another thread is not followed: that thread may end there
  * as a thread, leaving a process that plain python would have ended. */
 static bool session_fork_from_start_thread;
-/* The directory the child of the fork under way hands its profile over in
- * (borrowed from children.c; NULL: not followed). */
-static const char *session_fork_dir;
 
 /* Whether the fork under way makes a process to follow: os.fork() from the
  * thread that started the session, not a C-level fork before an exec. */
@@ -647,6 +656,7 @@ static int session_resume_pending(void *unused)
 static PyObject *session_after_fork_parent(PyObject *self, PyObject *unused)
 {
     if (session_fork_follows()) sonde_children_note_spawn(session_fork_dir != NULL);
+    session_fork_dir = NULL;
     if (session.active && session.pid == getpid() &&
         Py_AddPendingCall(session_resume_pending, NULL) != 0)
         session_resume_threads();
@@ -660,9 +670,24 @@ static PyObject *session_after_fork_child(PyObject *self, PyObject *unused)
 {
     if (session.active && session_fork_dir && !sonde_exec_in_fork_exec() &&
         session_fork_from_start_thread) {
+        /* SIGTERM waits while the session starts (its handler is replaced) */
+        sigset_t term, old;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &term, &old);
         sonde_children_forked();
         if (sonde_boot_fork_child_gil() < 0) PyErr_Clear(); /* the child runs unprofiled */
+        session_fork_dir = NULL;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        /* one that came before: now to the new session's handler (a report,
+         * then the end by SIGTERM), or the default when it did not start */
+        if (session_sigterm_in_fork) {
+            session_sigterm_in_fork = 0;
+            if (!session.active || session.pid != getpid()) signal(SIGTERM, SIG_DFL);
+            kill(getpid(), SIGTERM);
+        }
     }
+    session_fork_dir = NULL;
     Py_RETURN_NONE;
 }
 
@@ -945,6 +970,9 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->active = true;
     session_install_sigterm(s);
     if (from_run) sonde_crash_install(&s->sampler);
+    /* said once a SIGTERM gets a report: a process killed before has no
+     * profile to lose (none of the program's code ran in it yet) */
+    if (s->collect_dir) session_collect_live(s);
     return 0;
 nomem:
     session_collect_unlink_live(s);

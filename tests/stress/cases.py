@@ -1088,3 +1088,7 @@ def attach_to_dying_targets(env):
               and str(gone.pid) in lines[0], "%s to a gone pid: exit %d, %r"
               % (cmd[0], p.returncode, p.stderr))
     return "profiles written; gone pid: " + lines[0]
+
+
+# the cases of issue #23 (where the program stands; losses said)
+import standing  # noqa: E402,F401
