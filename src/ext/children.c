@@ -137,8 +137,7 @@ const char *sonde_children_dir_ensure(void)
         return NULL;
     }
     children.dir = dir;
-    children.made_here = true;
-    children.dir_errno = 0;
+    children.made_here = true; /* dir_errno stays: why earlier ones were not followed */
     return children.dir;
 }
 

@@ -49,14 +49,14 @@ def one_interpreter(env):
         raise Skip("a process-model case: runs with %s only" % SYSTEM_PYTHON)
 
 
-def pm_case(alone=False):
+def pm_case(alone=False, known=""):
     """@case for this module: the case runs with one interpreter only."""
     def register(func):
         @functools.wraps(func)
         def run(env):
             one_interpreter(env)
             return func(env)
-        case(alone=alone)(run)
+        case(alone=alone, known=known)(run)
         return func
     return register
 
@@ -605,7 +605,12 @@ def _open_to_others(env):
     return shared
 
 
-@pm_case()
+@pm_case(known="the kernel counts a user's threads against RLIMIT_NPROC, and every "
+                 "profiled process has a sampler thread (the program and each child once its "
+                 "session starts): a program that forks up to the limit gets about half the "
+                 "children (7 under python, 4 under sonde at 8). Left open: inherent to sampling "
+                 "inside the process; standing.py's rlimit_nproc_budget checks that no process "
+                 "of sonde's counts")
 def pm_nproc_limit(env):
     """`ulimit -u 8` for a user of its own (as root: no groups, the limit,
     then an unused uid >= 61000): as many forks succeed as under python."""
