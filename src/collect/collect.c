@@ -180,6 +180,7 @@ typedef struct collect_periods {
     uint64_t wait_until;                  /* monotonic: the wait's end */
     bool memory;                          /* --memory: every period has the memory sample types */
     bool terminated;                      /* the root ended by SIGTERM ("ending" says so) */
+    bool virtual_time;                    /* --virtual-time: every period's time is CPU time */
 } collect_periods_t;
 
 static uint64_t collect_unix_ns(void)
@@ -336,6 +337,8 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     merged.elapsed_sec = until_ns > from_ns ? (double)(until_ns - from_ns) / 1e9 : 0;
     merged.exit_known = false;
     merged.has_memory = merged.has_memory || cp->memory;
+    /* a period no process handed anything over for has the run's types too */
+    merged.virtual_time = merged.virtual_time || cp->virtual_time;
     /* the last period, after every process ended, holds nothing: not sent */
     if (!(final && pieces == 0 && lost == 0) && sonde_profile_finish(&merged) == 0)
         (void)cp->out->submit(cp->out->arg, &merged, parts.items, parts.n, from_ns, until_ns);
@@ -493,6 +496,7 @@ int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_
     collect_periods_t periods = {0};
     periods.out = out;
     periods.memory = opts->memory;
+    periods.virtual_time = opts->virtual_time;
     /* SIGINT and SIGTERM wait for the last periods' drain (collect_periods_end) */
     sigset_t two;
     sigemptyset(&two);

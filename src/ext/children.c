@@ -178,6 +178,9 @@ void sonde_children_periods_end(bool terminated)
         nanosleep(&tick, NULL);
     }
     children.helper = 0;
+    /* the helper is done with it: gone before the program's end is seen
+     * (the helper removes it too when the root dies first) */
+    if (children_has(dir, SONDE_COLLECT_DRAINED)) sonde_prim_private_dir_remove(dir);
 }
 
 /* ---- the root's end ------------------------------------------------------------------ */
