@@ -189,7 +189,8 @@ static uint64_t accum_left_out(const sonde_aframe_t *frames, uint32_t depth)
 
 /* Finds or adds the stack. Returns 0 or -ENOMEM. */
 static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_aframe_t *frames,
-                           uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind)
+                           uint32_t depth, uint64_t samples, sonde_ns_t ns, int kind,
+                           sonde_aframe_t leaf)
 {
     if ((acc->stacks_used + 1) * 2 > acc->stacks_cap && accum_stacks_grow(acc) < 0) return -ENOMEM;
     uint64_t h = accum_stack_hash(thread, frames, depth);
@@ -201,6 +202,7 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
             s->samples += samples;
             s->ns += ns;
             if (kind >= 0) s->kind_ns[kind] += ns;
+            if (leaf) s->leaf = leaf;
             return 0;
         }
     }
@@ -215,6 +217,7 @@ static int accum_stack_put(sonde_accum_t *acc, uint32_t thread, const sonde_afra
     s->ns = ns;
     memset(s->kind_ns, 0, sizeof s->kind_ns);
     if (kind >= 0) s->kind_ns[kind] = ns;
+    s->leaf = leaf;
     acc->stacks_used++;
     return 0;
 }
@@ -224,18 +227,21 @@ int sonde_accum_add_stack_answer(sonde_accum_t *acc, uint32_t thread, const sond
                                  bool in_call, sonde_ns_t system_ns)
 {
     sonde_ns_t native = answer > 0 ? run_ns : 0;
-    if (answer < 0) {
-        const sonde_line_acc_t *line =
-            sonde_keytab_find(acc->lines, acc->lines_cap, sizeof *acc->lines, key);
-        uint64_t answers = line ? (uint64_t)line->native_answers + line->python_answers : 0;
-        if (answers)
-            native = (sonde_ns_t)((double)run_ns * line->native_answers / (double)answers + 0.5);
-        else
-            native = in_call ? run_ns : 0;
-    }
-    sonde_ns_t python = run_ns - native;
+    sonde_ns_t python = answer == 0 ? run_ns : 0;
     int rc = 0;
-    if (run_ns || !system_ns) {
+    if (answer < 0 && run_ns && key) {
+        /* no answer yet: shared out at conversion by the line's final
+         * answers, as the line's own unwatched time is */
+        rc = accum_stack_put(acc, thread, frames, depth, 1, run_ns,
+                             in_call ? SONDE_STACK_UNWATCHED_CALL : SONDE_STACK_UNWATCHED, key);
+        if (rc < 0)
+            acc->partial.dropped_samples++;
+        else
+            acc->partial.frames_left_out += accum_left_out(frames, depth);
+    } else if (answer < 0 && run_ns) {
+        python = run_ns; /* unattributed: counted, not split */
+    }
+    if (rc == 0 && (native || python || (!run_ns && !system_ns))) {
         /* one sample, counted with the larger part */
         bool native_counts = native && native >= python;
         if (native)
@@ -262,7 +268,7 @@ int sonde_accum_add_stack_kind(sonde_accum_t *acc, uint32_t thread, const sonde_
 {
     sonde_assert(depth <= SONDE_STACK_MAX_DEPTH);
     sonde_assert(kind >= -1 && kind < SONDE_N_KINDS);
-    int rc = accum_stack_put(acc, thread, frames, depth, samples, ns, kind);
+    int rc = accum_stack_put(acc, thread, frames, depth, samples, ns, kind, 0);
     if (rc < 0) {
         acc->partial.dropped_samples += samples;
         return rc;

@@ -12,6 +12,8 @@
  */
 #include "sample.h"
 
+#include "../core/keytab.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +157,29 @@ static int convert_stacks(const sonde_accum_t *acc, struct convert_paths *paths,
         rc = convert_frames(acc->pool + s->frames, depth, paths, frames, mark, sizeof mark);
         if (rc < 0) goto done;
         int thread = how->per_thread && s->thread < acc->n_slots ? indices[s->thread] : -1;
-        /* the split by kind when the producer told it (it then adds up) */
-        if (s->kind_ns[0] + s->kind_ns[1] + s->kind_ns[2] == s->ns)
-            rc = sonde_profile_add_stack_kinds(prof, frames, depth, thread, s->samples, s->kind_ns);
+        /* the split by kind when the producer told it (it then adds up);
+         * time the native rule had no answer for yet is shared out as its
+         * leaf line's is, by the line's final answers */
+        sonde_ns_t kinds[SONDE_N_KINDS] = {s->kind_ns[0], s->kind_ns[1], s->kind_ns[2]};
+        sonde_ns_t unwatched =
+            s->kind_ns[SONDE_STACK_UNWATCHED] + s->kind_ns[SONDE_STACK_UNWATCHED_CALL];
+        if (unwatched) {
+            sonde_line_acc_t share = {.unwatched_ns = s->kind_ns[SONDE_STACK_UNWATCHED],
+                                      .unwatched_call_ns = s->kind_ns[SONDE_STACK_UNWATCHED_CALL]};
+            const sonde_line_acc_t *line =
+                s->leaf ? sonde_keytab_find(acc->lines, acc->lines_cap, sizeof *acc->lines, s->leaf)
+                        : NULL;
+            if (line) {
+                share.native_answers = line->native_answers;
+                share.python_answers = line->python_answers;
+            }
+            sonde_ns_t python = 0, native = 0;
+            sonde_line_split(&share, &python, &native);
+            kinds[SONDE_KIND_PYTHON] += python;
+            kinds[SONDE_KIND_NATIVE] += native;
+        }
+        if (kinds[0] + kinds[1] + kinds[2] == s->ns)
+            rc = sonde_profile_add_stack_kinds(prof, frames, depth, thread, s->samples, kinds);
         else
             rc = sonde_profile_add_stack(prof, frames, depth, thread, s->samples, s->ns);
         if (rc < 0) goto done;

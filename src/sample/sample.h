@@ -382,8 +382,15 @@ typedef struct sonde_stack_acc {
     size_t frames; /* offset into the pool; innermost first */
     uint64_t samples;
     sonde_ns_t ns;
-    sonde_ns_t kind_ns[3]; /* ns by kind (SONDE_KIND_*, model.h); 0s when not told */
+    /* ns by kind (SONDE_KIND_*, model.h), then running time the native rule
+     * had no answer for yet (SONDE_STACK_UNWATCHED, on a call instruction
+     * or not), shared out at conversion as the leaf line's is
+     * (sonde_line_split, by its final answers); 0s when not told */
+    sonde_ns_t kind_ns[5];
+    sonde_aframe_t leaf; /* the line whose answers share the unwatched time */
 } sonde_stack_acc_t;
+#define SONDE_STACK_UNWATCHED 3      /* kind_ns index: no answer, not on a call */
+#define SONDE_STACK_UNWATCHED_CALL 4 /* kind_ns index: no answer, on a call */
 
 /* What one process's sampling gathered. */
 typedef struct sonde_accum {
