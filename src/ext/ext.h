@@ -65,23 +65,7 @@ void sonde_cells_free(sonde_cells_t *cells);
 
 /* ---- the sampler thread (sampler.c) --------------------------------------- */
 
-/* What the GPU reader (gpu.c) gives the sampler for one tick. */
-typedef struct sonde_gpu_reading {
-    double util_percent;   /* mean over the interval and the chosen devices */
-    double memory_mb;      /* mean over the interval, summed over devices (MiB) */
-    double peak_memory_mb; /* the highest reading in the interval */
-} sonde_gpu_reading_t;
-
-/* Where the sampler's previous tick left the GPU readings (gpu.c). */
-typedef struct sonde_gpu_cursor {
-    bool have;                     /* the previous tick had a reading */
-    uint64_t polls;                /* readings published by then */
-    sonde_ns_t t_ns;               /* its time */
-    double util_area, memory_area; /* the integrals, up to t_ns */
-    double memory_mb;              /* the reading in force at t_ns */
-} sonde_gpu_cursor_t;
-
-struct sonde_gpu;
+struct sonde_sources;
 
 typedef struct sonde_sampler {
     /* Set before start, read-only while running. */
@@ -92,10 +76,11 @@ typedef struct sonde_sampler {
                                      tick, but the one that started the sampler */
     uint64_t start_tstate;        /* that one's thread state (set by start) */
     const sonde_filter_t *filter; /* borrowed */
-    struct sonde_gpu *gpu;        /* borrowed; NULL: no GPU figures; the
-                                     sampler thread starts its reader
-                                     after the first tick (sonde_gpu_launch) */
-    void (*on_terminate)(void);   /* called on the sampler thread after
+    /* borrowed; NULL: none. The sampling sources (sources.c): the sampler
+     * thread launches them after its first tick and takes their readings
+     * at every tick, charged with each sample (sonde_sources_tick). */
+    const struct sonde_sources *sources;
+    void (*on_terminate)(void); /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
     /* called on the sampler thread when no Python thread is left while
      * the session runs (a child forked from a thread other than the main
@@ -126,12 +111,11 @@ typedef struct sonde_sampler {
     uint64_t period_ticks0;     /* ticks when it started */
     uint64_t rng;
     bool first_tick;
-    sonde_gpu_cursor_t gpu_cursor; /* GPU readings up to the last tick */
-    bool gpu_now_valid;            /* the tick's GPU reading, if any */
-    sonde_gpu_reading_t gpu_now;
-    sonde_accum_t *spans;     /* owned; span id i's lines at [i - 1] (spans.c) */
-    size_t n_spans;           /* entries allocated in spans */
-    sonde_accum_t *tick_span; /* the current tick's span, or NULL */
+    bool tick_has[SONDE_N_FIGSRCS];    /* the tick has a reading of the source */
+    double tick_reading[SONDE_N_FIGS]; /* its readings, by the sources' slots */
+    sonde_accum_t *spans;              /* owned; span id i's lines at [i - 1] (spans.c) */
+    size_t n_spans;                    /* entries allocated in spans */
+    sonde_accum_t *tick_span;          /* the current tick's span, or NULL */
     /* Shared. */
     _Atomic uint32_t span; /* the span open now (1-based), 0 none: written
                                   with the GIL (spans.c), read at each tick */
@@ -431,94 +415,86 @@ void sonde_memory_free(sonde_memory_t *m);
 /* The shim's callback (memory_hook.c): runs inside allocator hooks. */
 uint64_t sonde_memory_on_event(void *ctx, const sonde_shim_event_t *event);
 
-/* ---- GPU profiling (gpu.c) -----------------------------------------------------
- * NVML loaded at run time; a reader thread polls it and publishes the
- * latest reading, which the sampler attaches to each sample it charges. */
+/* ---- sampling sources (sources.c) ---------------------------------------------------
+ * What a session samples comes from sources: the CPU sampler (the sampling
+ * core: its thread ticks, and every other source's readings ride on its
+ * charges), the memory profiler, a device reader. Each is one row of
+ * operations in its own file; the session starts, pauses, stops and
+ * converts "the sources" (sonde_sources_*) without naming any. A source
+ * with per-line figures has a descriptor in src/model/figures.c, which is
+ * how the reports show them. Adding a source: its file here, its row in
+ * sources.c, its slots and descriptor in src/model/figures.{h,c}. */
 
-#define SONDE_GPU_MAX_DEVICES 16
-#define SONDE_GPU_RING 16 /* recent readings kept for the sampler's peaks */
+/* What a source gets when the session starts it. */
+typedef struct sonde_source_ctx {
+    const sonde_run_opts_t *opts;    /* the session's (strings valid during start) */
+    const sonde_filter_t *filter;    /* borrowed: which files are profiled */
+    sonde_sampler_t *sampler;        /* the sampling core (the CPU source's state) */
+    const struct sonde_sources *set; /* all of them (the core ticks them) */
+} sonde_source_ctx_t;
 
-struct sonde_gpu_nvml; /* private to gpu.c */
+/* One source's operations; NULL: nothing to do at that point. */
+typedef struct sonde_source_ops {
+    const char *name;
+    int figs;          /* SONDE_FIGSRC_* of its per-line figures, -1: none */
+    size_t state_size; /* its state, zeroed before start; 0: the sampler */
+    /* With the GIL. Starts it when the options ask for it (0 also when
+     * they leave it off), or -errno with a Python exception set. */
+    int (*start_gil)(void *state, const sonde_source_ctx_t *ctx);
+    /* Sampler thread, once, after its first tick (off the program's start). */
+    void (*launch)(void *state);
+    /* Sampler thread, every tick: its reading for the tick's charges, one
+     * value per slot of its figures; false: none this tick. Bounded,
+     * lock-free, no allocation. */
+    bool (*tick)(void *state, double *reading);
+    /* With the GIL, around fork() and os.exec*: no thread of its own left
+     * running; resume in the parent (or after a failed exec). */
+    void (*pause_gil)(void *state);
+    void (*resume_gil)(void *state);
+    /* Before the report: stops sampling (any thread, no GIL needed). */
+    void (*halt)(void *state);
+    /* Adds what it gathered to prof (period: what it gathered since the
+     * last period, whose counts it then empties, while sampling goes on).
+     * No Python API. Returns 0 or -errno. */
+    int (*to_profile)(void *state, const char *cwd, sonde_profile_t *prof, bool period);
+    /* Runs fn(arg) so that what fn does is not counted by the source (the
+     * memory profiler's shim guard). Returns false when it cannot (fn not run). */
+    bool (*guarded)(void *state, void (*fn)(void *), void *arg);
+    /* With the GIL (or in a forked child): stops it for good, gives back
+     * what it took from the interpreter and frees what it owns. Must
+     * accept a state that was never started (zeroed). */
+    void (*release_gil)(void *state);
+} sonde_source_ops_t;
 
-/* The readings, published by the reader thread under a sequence lock
- * (seq odd while it writes; the sampler retries a torn read a few times,
- * then goes without). Readings hold from one poll to the next: the
- * integrals let the sampler take the mean over any interval. */
-typedef struct sonde_gpu_published {
-    _Atomic uint32_t seq;
-    _Atomic uint32_t valid;      /* 0: no reading (not yet, or NVML failed) */
-    _Atomic uint64_t polls;      /* readings published so far */
-    _Atomic uint64_t at_ns;      /* monotonic time of the latest */
-    _Atomic double util_percent; /* the latest reading */
-    _Atomic double memory_mb;
-    _Atomic double util_area;                      /* integral of utilisation (% s) up to at_ns */
-    _Atomic double memory_area;                    /* integral of memory (MB s) up to at_ns */
-    _Atomic double ring_memory_mb[SONDE_GPU_RING]; /* reading k's memory at k % RING */
-} sonde_gpu_published_t;
+/* The table's size (sources.c's rows). */
+#define SONDE_N_SOURCES 3
 
-typedef struct sonde_gpu {
-    /* Set by sonde_gpu_start, read-only afterwards. */
-    bool started;     /* between start and free */
-    pid_t pid;        /* the process that started it (a forked
-                                     child has no reader thread) */
-    int8_t requested; /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
-    bool verbose;
-    bool stderr_open; /* fd 2 was open at start: notes may go there */
-    sonde_ns_t poll_ns;
-    /* Set by sonde_gpu_start; sonde_gpu_launch (the sampler thread) loads
-     * NVML, clears it and starts the reader. Read by others only after
-     * joining the sampler thread. */
-    bool launch_pending;
-    struct sonde_gpu_nvml *nvml; /* owned; NULL without the library */
-    /* Written by the reader thread before it sets ready (release); read by
-     * others only after seeing ready (acquire). */
-    char device_name[512]; /* the chosen devices' names, ", "-joined */
-    bool per_process;      /* this process tree's figures, not the devices' */
-    /* Shared. */
-    sonde_gpu_published_t pub; /* written by the reader thread only */
-    atomic_bool ready;         /* devices chosen, a first reading published */
-    atomic_bool stop_requested;
-    sonde_prim_wake_t wake; /* stop */
-    pthread_t thread;
-    atomic_int thread_tid; /* the reader's kernel tid (0 before it runs) */
-    bool thread_started;   /* written by the starting/stopping thread */
-    bool paused;           /* stopped for fork, to restart */
-    /* Written by the reader thread, read by others after joining it. */
-    bool setup_tried; /* NVML and the devices were set up (or failed) */
-    bool finished;    /* the reader ended for good (no GPU, lost) */
-} sonde_gpu_t;
+typedef struct sonde_sources {
+    void *state[SONDE_N_SOURCES]; /* each row's state (kept for the process's
+                                     life: a late hook never sees freed memory) */
+    bool started[SONDE_N_SOURCES];
+} sonde_sources_t;
 
-/* Prepares the reader, unless opts->gpu is 0; sonde_gpu_launch starts it.
- * Never fails. Call sonde_gpu_free afterwards in every case. */
-void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts);
-/* Loads NVML and starts the reader thread, once, if start prepared one:
- * called on the sampler thread after its first tick, so that the search
- * for the library (dlopen over some thirty paths) and the reader's start
- * are not part of the program's start, and the descriptor table grows
- * before a second thread exists (sonde_prim_kept_reserve). Never fails:
- * without the library, a device or a working NVML the reader stays idle
- * (one line on stderr says why with opts->verbose, or when opts->gpu is 1).
- * Callers of stop, pause, resume and free join the sampler thread first. */
-void sonde_gpu_launch(sonde_gpu_t *g);
-/* The readings since the previous call with this cursor (the sampler's
- * previous tick): their time-weighted means and peak; the first call
- * after a gap gives the latest reading. Returns false when there is no
- * reading (then the cursor restarts). Lock-free and bounded: the sampler
- * thread calls it every tick. */
-bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor, sonde_gpu_reading_t *out);
-/* Marks prof as having GPU figures (device names, per process or not)
- * when the reader found a GPU; otherwise leaves it alone. Returns 0 or
- * -ENOMEM. Any thread, any time after start. */
-int sonde_gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof);
-/* Stops and joins the reader thread. Idempotent. */
-void sonde_gpu_stop(sonde_gpu_t *g);
-/* Around fork(): stops the reader (waiting until the kernel no longer
- * lists its thread) and, in the parent afterwards, restarts it with the
- * devices already set up. Both harmless when no reader runs. GIL held. */
-void sonde_gpu_pause(sonde_gpu_t *g);
-void sonde_gpu_resume(sonde_gpu_t *g);
-/* Stops the reader, shuts NVML down and frees everything. Idempotent;
- * harmless on a zeroed sonde_gpu_t. */
-void sonde_gpu_free(sonde_gpu_t *g);
+/* Starts every source in the table's order, the sampler (the CPU source's
+ * state, configured by the caller) among them. Returns 0, or -errno with
+ * a Python exception set (the ones started are released). */
+int sonde_sources_start_gil(sonde_sources_t *set, sonde_sampler_t *sampler,
+                            const sonde_run_opts_t *opts, const sonde_filter_t *filter);
+/* Sampler thread: launch after the first tick; tick every tick. */
+void sonde_sources_launch(const sonde_sources_t *set);
+void sonde_sources_tick(const sonde_sources_t *set, bool has[SONDE_N_FIGSRCS],
+                        double reading[SONDE_N_FIGS]);
+/* Around fork() and os.exec* (GIL): pause in reverse order, resume in order. */
+void sonde_sources_pause_gil(sonde_sources_t *set);
+void sonde_sources_resume_gil(sonde_sources_t *set);
+/* Stops sampling before the report. */
+void sonde_sources_halt(sonde_sources_t *set);
+/* Every source's figures into prof (see to_profile). Returns 0 or -errno. */
+int sonde_sources_to_profile(sonde_sources_t *set, const char *cwd, sonde_profile_t *prof,
+                             bool period);
+/* Runs fn(arg) uncounted by every source that counts (see guarded). */
+void sonde_sources_guarded(sonde_sources_t *set, void (*fn)(void *), void *arg);
+/* Releases every source, in reverse order. */
+void sonde_sources_release_gil(sonde_sources_t *set);
 
 #endif

@@ -8,7 +8,7 @@
  * them every few sampling intervals, since one NVML call can take
  * milliseconds; it publishes each reading under a sequence lock. At every
  * tick the CPU sampler takes the readings' mean over the tick's interval
- * (sonde_gpu_interval, lock-free) and attaches it to every sample it
+ * (gpu_interval, lock-free) and attaches it to every sample it
  * charges, weighted by the sample's time: that is how each line gets the
  * GPU utilisation and memory in use while it ran (seed 000 §4).
  *
@@ -20,7 +20,7 @@
  * Called by session.c (start, stop, report; with the GIL, or on the
  * sampler thread for the SIGTERM report) and by the sampler thread, which
  * loads NVML and starts the reader after its first tick (off the
- * program's start: sonde_gpu_launch). No
+ * program's start: gpu_launch). No
  * signal handler or allocator hook runs here. Without the library, a
  * device or a working NVML, the reader stays idle and the report has no
  * GPU figures; the reason is one line on stderr with --verbose (or when
@@ -41,6 +41,115 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- the reader's state and readings ---------------------------------------------
+ * NVML loaded at run time; a reader thread polls it and publishes the
+ * latest reading, which the sampler attaches to each sample it charges. */
+
+#define SONDE_GPU_MAX_DEVICES 16
+
+/* The readings over one of the sampler's ticks (gpu_interval). */
+typedef struct sonde_gpu_reading {
+    double util_percent;   /* mean over the interval and the chosen devices */
+    double memory_mb;      /* mean over the interval, summed over devices (MiB) */
+    double peak_memory_mb; /* the highest reading in the interval */
+} sonde_gpu_reading_t;
+
+/* Where the sampler's previous tick left the GPU readings. */
+typedef struct sonde_gpu_cursor {
+    bool have;                     /* the previous tick had a reading */
+    uint64_t polls;                /* readings published by then */
+    sonde_ns_t t_ns;               /* its time */
+    double util_area, memory_area; /* the integrals, up to t_ns */
+    double memory_mb;              /* the reading in force at t_ns */
+} sonde_gpu_cursor_t;
+#define SONDE_GPU_RING 16 /* recent readings kept for the sampler's peaks */
+
+struct sonde_gpu_nvml; /* private to gpu.c */
+
+/* The readings, published by the reader thread under a sequence lock
+ * (seq odd while it writes; the sampler retries a torn read a few times,
+ * then goes without). Readings hold from one poll to the next: the
+ * integrals let the sampler take the mean over any interval. */
+typedef struct sonde_gpu_published {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t valid;      /* 0: no reading (not yet, or NVML failed) */
+    _Atomic uint64_t polls;      /* readings published so far */
+    _Atomic uint64_t at_ns;      /* monotonic time of the latest */
+    _Atomic double util_percent; /* the latest reading */
+    _Atomic double memory_mb;
+    _Atomic double util_area;                      /* integral of utilisation (% s) up to at_ns */
+    _Atomic double memory_area;                    /* integral of memory (MB s) up to at_ns */
+    _Atomic double ring_memory_mb[SONDE_GPU_RING]; /* reading k's memory at k % RING */
+} sonde_gpu_published_t;
+
+typedef struct sonde_gpu {
+    /* Set by gpu_start, read-only afterwards. */
+    bool started;     /* between start and free */
+    pid_t pid;        /* the process that started it (a forked
+                                     child has no reader thread) */
+    int8_t requested; /* opts->gpu: 1 --gpu, 0 --no-gpu, -1 default */
+    bool verbose;
+    bool stderr_open; /* fd 2 was open at start: notes may go there */
+    sonde_ns_t poll_ns;
+    /* Set by gpu_start; gpu_launch (the sampler thread) loads
+     * NVML, clears it and starts the reader. Read by others only after
+     * joining the sampler thread. */
+    bool launch_pending;
+    struct sonde_gpu_nvml *nvml; /* owned; NULL without the library */
+    /* Written by the reader thread before it sets ready (release); read by
+     * others only after seeing ready (acquire). */
+    char device_name[512]; /* the chosen devices' names, ", "-joined */
+    bool per_process;      /* this process tree's figures, not the devices' */
+    /* Shared. */
+    sonde_gpu_published_t pub; /* written by the reader thread only */
+    atomic_bool ready;         /* devices chosen, a first reading published */
+    atomic_bool stop_requested;
+    sonde_prim_wake_t wake; /* stop */
+    pthread_t thread;
+    atomic_int thread_tid; /* the reader's kernel tid (0 before it runs) */
+    bool thread_started;   /* written by the starting/stopping thread */
+    bool paused;           /* stopped for fork, to restart */
+    /* Written by the reader thread, read by others after joining it. */
+    bool setup_tried; /* NVML and the devices were set up (or failed) */
+    bool finished;    /* the reader ended for good (no GPU, lost) */
+    /* The sampler thread's only (gpu_source_tick). */
+    sonde_gpu_cursor_t cursor;
+} sonde_gpu_t;
+
+/* Prepares the reader, unless opts->gpu is 0; gpu_launch starts it.
+ * Never fails. Call gpu_free afterwards in every case. */
+static void gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts);
+/* Loads NVML and starts the reader thread, once, if start prepared one:
+ * called on the sampler thread after its first tick, so that the search
+ * for the library (dlopen over some thirty paths) and the reader's start
+ * are not part of the program's start, and the descriptor table grows
+ * before a second thread exists (sonde_prim_kept_reserve). Never fails:
+ * without the library, a device or a working NVML the reader stays idle
+ * (one line on stderr says why with opts->verbose, or when opts->gpu is 1).
+ * Callers of stop, pause, resume and free join the sampler thread first. */
+static void gpu_launch(sonde_gpu_t *g);
+/* The readings since the previous call with this cursor (the sampler's
+ * previous tick): their time-weighted means and peak; the first call
+ * after a gap gives the latest reading. Returns false when there is no
+ * reading (then the cursor restarts). Lock-free and bounded: the sampler
+ * thread calls it every tick. */
+static bool gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor,
+                         sonde_gpu_reading_t *out);
+/* Marks prof as having GPU figures (device names, per process or not)
+ * when the reader found a GPU; otherwise leaves it alone. Returns 0 or
+ * -ENOMEM. Any thread, any time after start. */
+static int gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof);
+/* Stops and joins the reader thread. Idempotent. */
+static void gpu_stop(sonde_gpu_t *g);
+/* Around fork(): stops the reader (waiting until the kernel no longer
+ * lists its thread) and, in the parent afterwards, restarts it with the
+ * devices already set up. Both harmless when no reader runs. GIL held. */
+static void gpu_pause(sonde_gpu_t *g);
+static void gpu_resume(sonde_gpu_t *g);
+/* Stops the reader, shuts NVML down and frees everything. Idempotent;
+ * harmless on a zeroed sonde_gpu_t. */
+static void gpu_free(sonde_gpu_t *g);
 
 #define GPU_LIBRARY "libnvidia-ml.so.1"
 /* Polls follow the sampling interval within these bounds: NVML's own
@@ -234,7 +343,7 @@ static bool gpu_snapshot(const sonde_gpu_published_t *p, uint64_t since, gpu_sna
     return false;
 }
 
-bool sonde_gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor, sonde_gpu_reading_t *out)
+static bool gpu_interval(const sonde_gpu_t *g, sonde_gpu_cursor_t *cursor, sonde_gpu_reading_t *out)
 {
     gpu_snapshot_t snap;
     if (!gpu_snapshot(&g->pub, cursor->have ? cursor->polls : 0, &snap) || !snap.valid ||
@@ -660,7 +769,7 @@ static void *gpu_main(void *arg)
 
 /* ---- public ------------------------------------------------------------------------------ */
 
-void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
+static void gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
 {
     memset(g, 0, sizeof *g);
     g->started = true;
@@ -679,7 +788,7 @@ void sonde_gpu_start(sonde_gpu_t *g, const sonde_run_opts_t *opts)
     g->launch_pending = true;
 }
 
-void sonde_gpu_launch(sonde_gpu_t *g)
+static void gpu_launch(sonde_gpu_t *g)
 {
     char why[512] = "";
     if (!g->launch_pending || g->pid != getpid()) return;
@@ -692,13 +801,13 @@ void sonde_gpu_launch(sonde_gpu_t *g)
     int rc = -pthread_create(&g->thread, NULL, gpu_main, g);
     if (rc < 0) {
         gpu_note(g, true, "not profiled: cannot start the GPU reader thread: %s", strerror(-rc));
-        sonde_gpu_free(g);
+        gpu_free(g);
         return;
     }
     g->thread_started = true;
 }
 
-void sonde_gpu_stop(sonde_gpu_t *g)
+static void gpu_stop(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
     sonde_atomic_store_release(&g->stop_requested, true);
@@ -707,16 +816,16 @@ void sonde_gpu_stop(sonde_gpu_t *g)
     g->thread_started = false;
 }
 
-void sonde_gpu_pause(sonde_gpu_t *g)
+static void gpu_pause(sonde_gpu_t *g)
 {
     if (!g->thread_started || g->pid != getpid()) return;
-    sonde_gpu_stop(g);
+    gpu_stop(g);
     sonde_prim_forget_joined_thread(atomic_load(&g->thread_tid), &g->wake);
     sonde_atomic_store_release(&g->stop_requested, false);
     g->paused = true;
 }
 
-void sonde_gpu_resume(sonde_gpu_t *g)
+static void gpu_resume(sonde_gpu_t *g)
 {
     if (!g->paused || g->pid != getpid()) return;
     g->paused = false;
@@ -724,22 +833,16 @@ void sonde_gpu_resume(sonde_gpu_t *g)
     if (pthread_create(&g->thread, NULL, gpu_main, g) == 0) g->thread_started = true;
 }
 
-int sonde_gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof)
+static int gpu_to_profile(const sonde_gpu_t *g, sonde_profile_t *prof)
 {
     if (!sonde_atomic_load_acquire(&g->ready)) return 0;
-    char *name = strdup(g->device_name);
-    if (!name) return -ENOMEM;
-    free(prof->gpu_device);
-    prof->gpu_device = name;
-    prof->has_gpu = true;
-    prof->gpu_per_process = g->per_process;
-    return 0;
+    return sonde_fig_run_set(&prof->fig_runs[SONDE_FIGSRC_GPU], g->device_name, g->per_process);
 }
 
-void sonde_gpu_free(sonde_gpu_t *g)
+static void gpu_free(sonde_gpu_t *g)
 {
     if (!g->started) return;
-    sonde_gpu_stop(g);
+    gpu_stop(g);
     if (g->pid != getpid()) { /* a forked child: the thread and NVML are the parent's */
         g->started = false;
         return;
@@ -753,3 +856,66 @@ void sonde_gpu_free(sonde_gpu_t *g)
     sonde_atomic_store_release(&g->ready, false);
     g->started = false;
 }
+
+/* ---- the GPU source (sources.c's row) ------------------------------------------ */
+
+static int gpu_source_start_gil(void *state, const sonde_source_ctx_t *ctx)
+{
+    gpu_start(state, ctx->opts);
+    return 0;
+}
+
+static void gpu_source_launch(void *state)
+{
+    gpu_launch(state);
+}
+
+/* The tick's readings in the slots' order (figures.h: seconds and count
+ * take none). */
+static bool gpu_source_tick(void *state, double *reading)
+{
+    sonde_gpu_t *g = state;
+    sonde_gpu_reading_t r;
+    if (!gpu_interval(g, &g->cursor, &r)) return false;
+    reading[SONDE_FIG_GPU_SEC - SONDE_FIG_GPU_SEC] = 0;
+    reading[SONDE_FIG_GPU_SAMPLES - SONDE_FIG_GPU_SEC] = 0;
+    reading[SONDE_FIG_GPU_UTIL - SONDE_FIG_GPU_SEC] = r.util_percent;
+    reading[SONDE_FIG_GPU_MEM - SONDE_FIG_GPU_SEC] = r.memory_mb;
+    reading[SONDE_FIG_GPU_PEAK - SONDE_FIG_GPU_SEC] = r.peak_memory_mb;
+    return true;
+}
+
+static void gpu_source_pause_gil(void *state)
+{
+    gpu_pause(state);
+}
+
+static void gpu_source_resume_gil(void *state)
+{
+    gpu_resume(state);
+}
+
+static int gpu_source_to_profile(void *state, const char *cwd, sonde_profile_t *prof, bool period)
+{
+    (void)cwd;
+    (void)period;
+    return gpu_to_profile(state, prof);
+}
+
+static void gpu_source_release_gil(void *state)
+{
+    gpu_free(state);
+}
+
+const sonde_source_ops_t sonde_source_gpu = {
+    .name = "GPU",
+    .figs = SONDE_FIGSRC_GPU,
+    .state_size = sizeof(sonde_gpu_t),
+    .start_gil = gpu_source_start_gil,
+    .launch = gpu_source_launch,
+    .tick = gpu_source_tick,
+    .pause_gil = gpu_source_pause_gil,
+    .resume_gil = gpu_source_resume_gil,
+    .to_profile = gpu_source_to_profile,
+    .release_gil = gpu_source_release_gil,
+};

@@ -408,3 +408,43 @@ void sonde_memory_free(sonde_memory_t *m)
     pthread_mutex_destroy(&m->lock);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- the memory source (sources.c's row) -------------------------------------- */
+
+static int memory_source_start_gil(void *state, const sonde_source_ctx_t *ctx)
+{
+    return ctx->opts->memory ? sonde_memory_start_gil(state, ctx->opts, ctx->filter) : 0;
+}
+
+static int memory_source_to_profile(void *state, const char *cwd, sonde_profile_t *prof,
+                                    bool period)
+{
+    return period ? sonde_memory_period_to_profile(state, cwd, prof)
+                  : sonde_memory_to_profile(state, cwd, prof);
+}
+
+static bool memory_source_guarded(void *state, void (*fn)(void *), void *arg)
+{
+    sonde_memory_t *m = state;
+    if (!m->running || !m->shim_guarded) return false;
+    m->shim_guarded(fn, arg);
+    return true;
+}
+
+static void memory_source_release_gil(void *state)
+{
+    sonde_memory_stop(state);
+    sonde_memory_restore_gil(state);
+    sonde_memory_free(state);
+}
+
+const sonde_source_ops_t sonde_source_memory = {
+    .name = "memory",
+    .figs = -1, /* its figures are the model's own (sonde_line_memory_t): timelines
+                   and leak figures that slots do not express */
+    .state_size = sizeof(sonde_memory_t),
+    .start_gil = memory_source_start_gil,
+    .to_profile = memory_source_to_profile,
+    .guarded = memory_source_guarded,
+    .release_gil = memory_source_release_gil,
+};

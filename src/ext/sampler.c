@@ -13,8 +13,9 @@
  *   - time off CPU is system time when the thread is blocked in a system
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
- * With a GPU, each charge also carries the GPU readings of its tick
- * (gpu.c, sonde_gpu_interval), weighted by the time charged. The
+ * Each charge also carries the other sources' readings of its tick
+ * (sources.c, sonde_sources_tick), weighted by the time charged.
+ * The sampler is also the table's CPU source (sonde_source_cpu, below). The
  * bookkeeping is the sampling core's (src/sample/): the code filter's
  * cache, the thread registry, the stack walk and its depth limit, the
  * line and stack accumulators and the partial-profile counters (failed
@@ -80,15 +81,11 @@ static void sampler_charge_to(sonde_sampler_t *s, sonde_accum_t *to, uint64_t ke
 {
     sonde_line_acc_t *acc = sonde_accum_charge_answer(to, key, run_ns, answer, in_call, system_ns);
     if (!acc) return;
-    if (s->gpu_now_valid) { /* the GPU readings of this tick (gpu.c), by time */
-        double sec = (double)(run_ns + system_ns) / 1e9;
-        acc->gpu_samples++;
-        acc->gpu_sec += sec;
-        acc->gpu_util_sum += s->gpu_now.util_percent * sec;
-        acc->gpu_mem_sum_mb += s->gpu_now.memory_mb * sec;
-        if (s->gpu_now.peak_memory_mb > acc->gpu_peak_mb)
-            acc->gpu_peak_mb = s->gpu_now.peak_memory_mb;
-    }
+    /* the sources' readings of this tick (sources.c), by the time charged */
+    double sec = (double)(run_ns + system_ns) / 1e9;
+    for (unsigned f = 0; f < SONDE_N_FIGSRCS; f++)
+        if (s->tick_has[f])
+            sonde_figs_charge(&acc->figs, f, s->tick_reading + sonde_fig_sources[f].first, sec);
 }
 
 /* Charges a tick's time to the process's lines and, while a span is
@@ -487,7 +484,7 @@ static void sampler_tick(sonde_sampler_t *s)
         return;
     }
     s->empty_ticks = n == 0 && !s->first_tick ? s->empty_ticks + 1 : 0;
-    s->gpu_now_valid = s->gpu && sonde_gpu_interval(s->gpu, &s->gpu_cursor, &s->gpu_now);
+    if (s->sources) sonde_sources_tick(s->sources, s->tick_has, s->tick_reading);
     /* The span open now takes the whole tick (a test that ended since the
      * previous tick leaves its last part to the next one). */
     s->tick_span = sampler_span_acc(s, atomic_load_explicit(&s->span, memory_order_acquire));
@@ -539,7 +536,7 @@ static void *sampler_main(void *arg)
         sampler_tick(s); /* baseline */
         atomic_store_explicit(&s->baseline_done, true, memory_order_release);
         sonde_prim_wake_signal(&s->started);
-        if (s->gpu) sonde_gpu_launch(s->gpu); /* while the program starts */
+        if (s->sources) sonde_sources_launch(s->sources); /* while the program starts */
     }
     /* (After a pause for fork, the next tick covers the pause too.) */
     sonde_ns_t next = sonde_prim_monotonic_ns() + sampler_next_interval(s);
@@ -715,3 +712,59 @@ void sonde_sampler_free(sonde_sampler_t *s)
     s->can_resume = false;
     sonde_pyproc_close(&s->proc);
 }
+
+/* ---- the CPU source (sources.c's row) ------------------------------------------- */
+
+static int sampler_source_start_gil(void *state, const sonde_source_ctx_t *ctx)
+{
+    int rc = sonde_sampler_start_gil(state);
+    if (rc < 0) {
+        char why[256] = "";
+        if (rc == -ENOTSUP)
+            sonde_pyversion_unsupported_text(why, sizeof why, PY_MAJOR_VERSION, PY_MINOR_VERSION,
+                                             PY_MICRO_VERSION);
+        PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s",
+                     why[0] ? "this is " : strerror(-rc), why);
+    }
+    return rc;
+}
+
+static void sampler_source_pause_gil(void *state)
+{
+    sonde_sampler_pause(state);
+}
+
+static void sampler_source_resume_gil(void *state)
+{
+    (void)sonde_sampler_resume(state);
+}
+
+static void sampler_source_halt(void *state)
+{
+    sonde_sampler_stop(state);
+}
+
+static int sampler_source_to_profile(void *state, const char *cwd, sonde_profile_t *prof,
+                                     bool period)
+{
+    (void)period; /* the sampler's own period start (sonde_sampler_period_reset) */
+    return sonde_sampler_to_profile(state, cwd, prof);
+}
+
+static void sampler_source_release_gil(void *state)
+{
+    sonde_sampler_stop(state);
+    sonde_sampler_free(state);
+}
+
+const sonde_source_ops_t sonde_source_cpu = {
+    .name = "CPU",
+    .figs = -1,
+    .state_size = 0, /* the session's sampler */
+    .start_gil = sampler_source_start_gil,
+    .pause_gil = sampler_source_pause_gil,
+    .resume_gil = sampler_source_resume_gil,
+    .halt = sampler_source_halt,
+    .to_profile = sampler_source_to_profile,
+    .release_gil = sampler_source_release_gil,
+};

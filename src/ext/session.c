@@ -44,9 +44,9 @@ typedef struct sonde_session {
     sonde_filter_t filter;
     sonde_cells_t cells; /* IPython cells' text, copied at stop (cells.c) */
     sonde_sampler_t sampler;
-    sonde_memory_t memory; /* --memory (memory.c); zero when off */
-    sonde_gpu_t gpu;       /* GPU reader (gpu.c); idle without a GPU */
-    bool stderr_open;      /* fd 2 was open when the session started: if not
+    sonde_sources_t sources; /* what is sampled (sources.c): the sampler above
+                                is the CPU source, the sampling core */
+    bool stderr_open;        /* fd 2 was open when the session started: if not
                               (`2>&-`), the number may later be a file of the
                               program's, and sonde writes nothing there */
     bool sigterm_installed;
@@ -292,11 +292,7 @@ static int session_build(sonde_session_t *s, sonde_profile_t *prof, bool period)
     int rc = sonde_profile_set_run(prof, s->program ? s->program : "", s->argc,
                                    (const char *const *)s->argv, s->python_version);
     if (rc < 0) return rc;
-    if ((rc = sonde_sampler_to_profile(&s->sampler, s->cwd, prof)) < 0) return rc;
-    if ((rc = period ? sonde_memory_period_to_profile(&s->memory, s->cwd, prof)
-                     : sonde_memory_to_profile(&s->memory, s->cwd, prof)) < 0)
-        return rc;
-    if ((rc = sonde_gpu_to_profile(&s->gpu, prof)) < 0) return rc;
+    if ((rc = sonde_sources_to_profile(&s->sources, s->cwd, prof, period)) < 0) return rc;
     if ((rc = session_process(s, prof)) < 0) return rc;
     if (period) {
         /* a period's hand-over: the collector reads the sources itself */
@@ -428,10 +424,7 @@ static void session_piece_work(void *arg)
 static int session_period_piece(sonde_session_t *s, const char *suffix)
 {
     session_piece_t piece = {s, suffix, 0};
-    if (s->memory.running && s->memory.shim_guarded)
-        s->memory.shim_guarded(session_piece_work, &piece);
-    else
-        session_piece_work(&piece);
+    sonde_sources_guarded(&s->sources, session_piece_work, &piece);
     return piece.rc;
 }
 
@@ -631,17 +624,13 @@ static PyObject *session_before_fork(PyObject *self, PyObject *unused)
 {
     session_fork_from_start_thread = session.start_ident == PyThread_get_thread_ident();
     session_fork_dir = session_fork_follows() ? sonde_children_dir_ensure() : NULL;
-    if (session.active && session.pid == getpid()) {
-        sonde_sampler_pause(&session.sampler);
-        sonde_gpu_pause(&session.gpu);
-    }
+    if (session.active && session.pid == getpid()) sonde_sources_pause_gil(&session.sources);
     Py_RETURN_NONE;
 }
 
 static void session_resume_threads(void)
 {
-    sonde_gpu_resume(&session.gpu);
-    sonde_sampler_resume(&session.sampler);
+    sonde_sources_resume_gil(&session.sources);
 }
 
 static int session_resume_pending(void *unused)
@@ -777,8 +766,7 @@ void sonde_session_before_exec_gil(void)
     if (!s->active || s->pid != getpid() || s->exec_paused || atomic_load(&s->reported)) return;
     /* The program's buffered output is lost by the exec, as unprofiled;
      * the report is not. The threads stay paused across the exec. */
-    sonde_sampler_pause(&s->sampler);
-    sonde_gpu_pause(&s->gpu);
+    sonde_sources_pause_gil(&s->sources);
     s->exec_paused = true;
     const char *what = "";
     PyThreadState *save = PyEval_SaveThread();
@@ -819,13 +807,9 @@ static void session_clear(sonde_session_t *s)
     sonde_spans_clear_gil();
     if (s->exec_wrapped) sonde_exec_unwrap_gil();
     s->exec_wrapped = false;
-    sonde_memory_stop(&s->memory);
-    sonde_memory_restore_gil(&s->memory);
-    sonde_memory_free(&s->memory);
+    sonde_sources_release_gil(&s->sources);
     sonde_filter_free(&s->filter);
     sonde_cells_free(&s->cells);
-    sonde_gpu_free(&s->gpu);
-    sonde_sampler_free(&s->sampler);
     free(s->outfile);
     free(s->program);
     free(s->cwd);
@@ -933,38 +917,19 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = session_on_terminate;
     session_period_open(s);
-    sonde_gpu_start(&s->gpu, opts);
-    s->sampler.gpu = &s->gpu;
     if (session_register_atexit() < 0 || session_register_fork() < 0 || sonde_exec_wrap_gil() < 0) {
         session_collect_unlink_live(s);
         session_clear(s);
         return -1;
     }
     s->exec_wrapped = true;
-    rc = sonde_sampler_start_gil(&s->sampler);
-    if (rc < 0) {
-        session_collect_unlink_live(s);
-        session_clear(s);
-        char why[256] = "";
-        if (rc == -ENOTSUP)
-            sonde_pyversion_unsupported_text(why, sizeof why, PY_MAJOR_VERSION, PY_MINOR_VERSION,
-                                             PY_MICRO_VERSION);
-        PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the sampler: %s%s",
-                     why[0] ? "this is " : strerror(-rc), why);
-        return rc;
-    }
-    if (opts->memory && (rc = sonde_memory_start_gil(&s->memory, opts, &s->filter)) < 0) {
-        /* the memory profiler's exception survives the sampler's stop,
-         * which takes its GC callback out of gc.callbacks */
+    if ((rc = sonde_sources_start_gil(&s->sources, &s->sampler, opts, &s->filter)) < 0) {
+        /* the failing source's exception survives the clearing */
         PyObject *type = NULL, *value = NULL, *tb = NULL;
         PyErr_Fetch(&type, &value, &tb);
-        sonde_sampler_stop(&s->sampler);
         session_collect_unlink_live(s);
         session_clear(s);
         PyErr_Restore(type, value, tb);
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "sonde: cannot start the memory profiler: %s",
-                         strerror(-rc));
         return rc;
     }
     s->active = true;
@@ -995,7 +960,7 @@ int sonde_session_restart_in_child_gil(const sonde_run_opts_t *opts, const char 
     s->pid = getpid();
     session_remove_sigterm(s);
     sonde_crash_remove();
-    sonde_sampler_stop(&s->sampler);
+    sonde_sources_halt(&s->sources);
     session_clear(s);
     sonde_session_set_collector(dir, true, 0);
     int rc = sonde_session_start_gil(opts, true, program);
@@ -1044,7 +1009,7 @@ static int session_stop(bool flush_streams, bool write_report)
      * kill the process halfway through it */
     atomic_store(&s->stopping, true);
     sonde_crash_remove(); /* from here, a crash ends the process as it would */
-    sonde_sampler_stop(&s->sampler);
+    sonde_sources_halt(&s->sources);
     int rc = 0;
     int expected = 0;
     if (write_report && atomic_compare_exchange_strong(&s->reported, &expected, 1)) {

@@ -72,15 +72,6 @@ static int merge_memory(sonde_line_memory_t *dst, const sonde_line_memory_t *src
     return merge_timeline(&dst->timeline, &src->timeline);
 }
 
-static void merge_gpu(sonde_line_gpu_t *dst, const sonde_line_gpu_t *src)
-{
-    dst->util_sum += src->util_sum;
-    dst->samples += src->samples;
-    dst->mem_sum_mb += src->mem_sum_mb;
-    dst->sec += src->sec;
-    dst->peak_mem_mb = merge_max(dst->peak_mem_mb, src->peak_mem_mb);
-}
-
 static int merge_file(sonde_profile_t *dst, const sonde_file_stats_t *file)
 {
     for (size_t i = 0; i < file->n_lines; i++) {
@@ -102,7 +93,7 @@ static int merge_file(sonde_profile_t *dst, const sonde_file_stats_t *file)
         into->native_ns += from->native_ns;
         into->system_ns += from->system_ns;
         into->samples += from->samples;
-        merge_gpu(&into->gpu, &from->gpu);
+        sonde_figs_combine(&into->figs, &from->figs);
         if (merge_memory(&into->mem, &from->mem) < 0) return -ENOMEM;
     }
     for (size_t i = 0; i < file->n_funcs; i++) {
@@ -114,7 +105,7 @@ static int merge_file(sonde_profile_t *dst, const sonde_file_stats_t *file)
         into->native_ns += from->native_ns;
         into->system_ns += from->system_ns;
         into->samples += from->samples;
-        merge_gpu(&into->gpu, &from->gpu);
+        sonde_figs_combine(&into->figs, &from->figs);
         if (merge_memory(&into->mem, &from->mem) < 0) return -ENOMEM;
     }
     sonde_file_stats_t *into = sonde_profile_file(dst, file->path);
@@ -202,23 +193,13 @@ static int merge_memory_run(sonde_profile_t *dst, const sonde_profile_t *src)
     return merge_timeline(&dst->footprint, &src->footprint);
 }
 
-static int merge_gpu_run(sonde_profile_t *dst, const sonde_profile_t *src)
-{
-    if (!src->has_gpu) return 0;
-    dst->gpu_per_process =
-        dst->has_gpu ? dst->gpu_per_process && src->gpu_per_process : src->gpu_per_process;
-    dst->has_gpu = true;
-    if (!dst->gpu_device && src->gpu_device && !(dst->gpu_device = merge_strdup(src->gpu_device)))
-        return -ENOMEM;
-    return 0;
-}
-
 int sonde_profile_merge(sonde_profile_t *dst, const sonde_profile_t *src)
 {
     if (!dst || !src || dst == src) return -EINVAL;
     int rc = merge_run(dst, src);
     if (rc == 0) rc = merge_memory_run(dst, src);
-    if (rc == 0) rc = merge_gpu_run(dst, src);
+    for (size_t i = 0; rc == 0 && i < SONDE_N_FIGSRCS; i++)
+        rc = sonde_fig_run_merge(&dst->fig_runs[i], &src->fig_runs[i]);
     for (size_t i = 0; rc == 0 && i < src->n_files; i++)
         rc = merge_file(dst, &src->files[i]);
     if (rc == 0) rc = merge_stacks(dst, src);

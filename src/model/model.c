@@ -189,7 +189,8 @@ void sonde_profile_free(sonde_profile_t *prof)
     model_run_free(prof);
     free(prof->max_footprint_file);
     sonde_timeline_free(&prof->footprint);
-    free(prof->gpu_device);
+    for (size_t i = 0; i < SONDE_N_FIGSRCS; i++)
+        sonde_fig_run_free(&prof->fig_runs[i]);
     sonde__stacks_free(prof);
     for (size_t i = 0; i < prof->n_processes; i++)
         free(prof->processes[i].cmdline);
@@ -430,24 +431,15 @@ int sonde_profile_add_process(sonde_profile_t *prof, const sonde_process_t *proc
     return 0;
 }
 
-static void model_gpu_add(sonde_line_gpu_t *into, const sonde_line_gpu_t *gpu)
+int sonde_profile_add_figs(sonde_profile_t *prof, const char *path, const char *func_name,
+                           int func_firstlineno, int lineno, const sonde_figs_t *figs)
 {
-    into->util_sum += gpu->util_sum;
-    into->samples += gpu->samples;
-    into->mem_sum_mb += gpu->mem_sum_mb;
-    into->sec += gpu->sec;
-    if (gpu->peak_mem_mb > into->peak_mem_mb) into->peak_mem_mb = gpu->peak_mem_mb;
-}
-
-int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *func_name,
-                          int func_firstlineno, int lineno, const sonde_line_gpu_t *gpu)
-{
-    if (!path || !gpu) return -EINVAL;
+    if (!path || !figs) return -EINVAL;
     sonde_line_stats_t *line = sonde_profile_line(prof, path, func_name, func_firstlineno, lineno);
     if (!line) return -ENOMEM;
-    model_gpu_add(&line->gpu, gpu);
+    sonde_figs_combine(&line->figs, figs);
     sonde_func_stats_t *func = sonde_profile_func(prof, path, func_name, func_firstlineno);
-    if (func) model_gpu_add(&func->gpu, gpu);
+    if (func) sonde_figs_combine(&func->figs, figs);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #define SONDE_MODEL_H
 
 #include "../core/common.h"
+#include "figures.h"
 
 /* A value over time: (seconds since the start, megabytes). */
 typedef struct sonde_point {
@@ -44,18 +45,6 @@ typedef struct sonde_line_memory {
     double leak_likelihood;    /* 0..1; 0 when the line is not a leak suspect */
     double leak_velocity_mb_s; /* estimated leak rate when a suspect */
 } sonde_line_memory_t;
-
-/* GPU figures of a line; zero without a GPU. Each sample with a GPU
- * reading adds the readings (their mean over the sampling interval)
- * weighted by the time the sample charged to the line, so that
- * util_sum / sec is the line's time-weighted mean utilisation. */
-typedef struct sonde_line_gpu {
-    double util_sum;    /* sum of utilisation % x seconds charged */
-    uint64_t samples;   /* samples with a GPU reading */
-    double mem_sum_mb;  /* sum of GPU memory in use (MB) x seconds */
-    double peak_mem_mb; /* highest GPU memory seen on the line */
-    double sec;         /* seconds those samples charged (the weights) */
-} sonde_line_gpu_t;
 
 /* What a profile misses: every count that makes it partial, in one place
  * (docs/json-format.md, "partial"). All zero for a complete profile.
@@ -93,7 +82,7 @@ typedef struct sonde_line_stats {
     sonde_ns_t system_ns;  /* off CPU, blocked in the kernel (I/O, sleep) */
     uint64_t samples;      /* samples that landed on the line */
     sonde_line_memory_t mem;
-    sonde_line_gpu_t gpu;
+    sonde_figs_t figs; /* the sources' figures (figures.h); zero without */
 } sonde_line_stats_t;
 
 typedef struct sonde_func_stats {
@@ -101,7 +90,7 @@ typedef struct sonde_func_stats {
     int firstlineno; /* line of the def */
     sonde_ns_t python_ns, native_ns, system_ns;
     uint64_t samples;
-    sonde_line_gpu_t gpu;    /* summed over its lines (peak: their highest) */
+    sonde_figs_t figs;       /* over its lines (sonde_figs_combine) */
     sonde_line_memory_t mem; /* over its lines' memory samples (no timeline,
                                 no leak figures: those are per line) */
 } sonde_func_stats_t;
@@ -166,10 +155,8 @@ typedef struct sonde_profile {
     int max_footprint_lineno;
     sonde_timeline_t footprint; /* owned; the program's footprint over time */
 
-    /* GPU. */
-    bool has_gpu;
-    char *gpu_device;     /* owned; device name(s) */
-    bool gpu_per_process; /* figures are this process tree's own */
+    /* The sources with figures (figures.h): whether each ran, what it read. */
+    sonde_fig_run_t fig_runs[SONDE_N_FIGSRCS];
 
     /* Call stacks (sonde attach/record, sonde run --stacks): unique stacks
      * with their weights, over interned frames. See stacks.c. */
@@ -239,7 +226,7 @@ int sonde_profile_add(sonde_profile_t *prof, const char *path, const char *func_
                       sonde_ns_t system_ns, uint64_t samples);
 
 /* Finds or creates the entry of a line (and its function, as
- * sonde_profile_add does) so that a producer can fill its memory or GPU
+ * sonde_profile_add does) so that a producer can fill its memory or source
  * figures. Returns the line, or NULL (path NULL, out of memory). The
  * pointer is valid until the next add. */
 sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
@@ -250,11 +237,11 @@ sonde_line_stats_t *sonde_profile_line(sonde_profile_t *prof, const char *path,
 sonde_func_stats_t *sonde_profile_func(sonde_profile_t *prof, const char *path,
                                        const char *func_name, int func_firstlineno);
 
-/* Adds GPU figures to a line and to its enclosing function (both created,
- * as sonde_profile_add does, if needed): sums add, peaks keep the highest.
- * Returns 0, -EINVAL (path or gpu NULL) or -ENOMEM. */
-int sonde_profile_add_gpu(sonde_profile_t *prof, const char *path, const char *func_name,
-                          int func_firstlineno, int lineno, const sonde_line_gpu_t *gpu);
+/* Adds the sources' figures to a line and to its enclosing function (both
+ * created, as sonde_profile_add does, if needed), by the slots' rules
+ * (sonde_figs_combine). Returns 0, -EINVAL (path or figs NULL) or -ENOMEM. */
+int sonde_profile_add_figs(sonde_profile_t *prof, const char *path, const char *func_name,
+                           int func_firstlineno, int lineno, const sonde_figs_t *figs);
 
 /* Adds one sample of a call stack: frames[0..depth-1] root first (each
  * frame's strings copied, frames interned), thread -1 or an index given by

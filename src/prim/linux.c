@@ -7,7 +7,7 @@
  * (prim_internal.h), the path of the executable,
  * the terminal width, the umask, the interrupt that proves every CPU of the
  * process runs (membarrier), the futex word that wakes sonde's worker
- * threads (sampler, GPU reader), the descriptors sonde keeps inside the
+ * threads (sampler, device readers), the descriptors sonde keeps inside the
  * profiled process (never 0-2, and checked (device and inode) before each
  * use, since the program may close and reuse any number), and for the
  * attach reader: its limit of open descriptors, and ending the command by

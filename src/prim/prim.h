@@ -38,7 +38,7 @@ pid_t sonde_prim_gettid(void);
  * that refuses the call). */
 int sonde_prim_cpus_resume(void);
 
-/* The wake-up of one of sonde's worker threads (sampler, GPU reader): the
+/* The wake-up of one of sonde's worker threads (sampler, device readers): the
  * worker sleeps in sonde_prim_wake_wait, anyone may signal it. A futex
  * word, not a descriptor: the program may close any descriptor number
  * (os.closerange) and an eventfd cannot be told from the program's own

@@ -2,8 +2,8 @@
  *
  * Owns: whether another process descends from this one (its parent chain
  * in /proc/PID/stat) and whether this process sees the system's own
- * process ids (the initial pid namespace). Used by the GPU reader
- * (src/ext/gpu.c), on its own thread, to pick this process tree's entries
+ * process ids (the initial pid namespace). Used by device readers
+ * (src/ext/), on their own thread, to pick this process tree's entries
  * out of the lists NVML keeps, which carry the kernel's global ids. No
  * signal handler or allocator hook calls these; they do not allocate.
  */

@@ -1,7 +1,7 @@
 /* columns.c — the figures every writer reports for lines and functions.
  *
  * Owns: sonde__columns (report_internal.h) and the helpers that sum rows and
- * order files. A new figure (memory, GPU, copy volume) is a field in
+ * order files. A new figure (memory, copy volume) is a field in
  * sonde__row_t, filled in sonde__row_of_line/func, and one entry here: the
  * JSON writer then emits it for every line and function, and the text
  * writer adds a table column when it has a title. Called by the writers
@@ -12,90 +12,107 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double columns_python(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_python(const sonde__column_t *col, const sonde__row_t *row,
+                             const sonde_profile_t *prof)
 {
     return sonde__percent(row->python_ns, prof->total_ns);
 }
 
-static double columns_native(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_native(const sonde__column_t *col, const sonde__row_t *row,
+                             const sonde_profile_t *prof)
 {
     return sonde__percent(row->native_ns, prof->total_ns);
 }
 
-static double columns_system(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_system(const sonde__column_t *col, const sonde__row_t *row,
+                             const sonde_profile_t *prof)
 {
     return sonde__percent(row->system_ns, prof->total_ns);
 }
 
-static double columns_samples(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_samples(const sonde__column_t *col, const sonde__row_t *row,
+                              const sonde_profile_t *prof)
 {
     return (double)row->samples;
 }
 
 /* ---- memory (sonde run --memory) ---------------------------------------- */
 
-static double columns_malloc_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_malloc_mb(const sonde__column_t *col, const sonde__row_t *row,
+                                const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->malloc_mb : 0;
 }
 
-static double columns_mallocs(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_mallocs(const sonde__column_t *col, const sonde__row_t *row,
+                              const sonde_profile_t *prof)
 {
     return row->mem ? (double)row->mem->mallocs : 0;
 }
 
-static double columns_avg_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_avg_mb(const sonde__column_t *col, const sonde__row_t *row,
+                             const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->avg_mb : 0;
 }
 
-static double columns_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_peak_mb(const sonde__column_t *col, const sonde__row_t *row,
+                              const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->peak_mb : 0;
 }
 
-static double columns_live_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_live_mb(const sonde__column_t *col, const sonde__row_t *row,
+                              const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->live_mb : 0;
 }
 
-static double columns_live_at_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_live_at_peak_mb(const sonde__column_t *col, const sonde__row_t *row,
+                                      const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->live_at_peak_mb : 0;
 }
 
 /* pprof's heap sample types: counts and bytes, rounded to whole units. */
-static double columns_alloc_objects(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_alloc_objects(const sonde__column_t *col, const sonde__row_t *row,
+                                    const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->alloc_objects + 0.5 : 0;
 }
 
-static double columns_alloc_space(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_alloc_space(const sonde__column_t *col, const sonde__row_t *row,
+                                  const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->malloc_mb * 1048576.0 + 0.5 : 0;
 }
 
-static double columns_inuse_objects(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_inuse_objects(const sonde__column_t *col, const sonde__row_t *row,
+                                    const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->live_objects + 0.5 : 0;
 }
 
-static double columns_inuse_space(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_inuse_space(const sonde__column_t *col, const sonde__row_t *row,
+                                  const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->live_mb * 1048576.0 + 0.5 : 0;
 }
 
-static double columns_python_fraction(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_python_fraction(const sonde__column_t *col, const sonde__row_t *row,
+                                      const sonde_profile_t *prof)
 {
     return row->mem ? row->mem->python_fraction : 0;
 }
 
-static double columns_usage_fraction(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_usage_fraction(const sonde__column_t *col, const sonde__row_t *row,
+                                     const sonde_profile_t *prof)
 {
     return row->mem ? sonde__memory_usage_fraction(row->mem, prof) : 0;
 }
 
-static double columns_copy_mb_s(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_copy_mb_s(const sonde__column_t *col, const sonde__row_t *row,
+                                const sonde_profile_t *prof)
 {
     return row->mem && prof->elapsed_sec > 0 ? row->mem->copy_mb / prof->elapsed_sec : 0;
 }
@@ -141,43 +158,32 @@ void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char
     buf[used] = 0;
 }
 
-/* ---- GPU (through NVML; only when prof->has_gpu) ------------------------- */
+/* ---- the sources' figures (src/model/figures.h; only when their source ran) ---- */
 
-static double columns_gpu_percent(const sonde__row_t *row, const sonde_profile_t *prof)
+static double columns_fig(const sonde__column_t *col, const sonde__row_t *row,
+                          const sonde_profile_t *prof)
 {
-    return row->gpu ? sonde__gpu_percent(row->gpu) : 0;
+    (void)prof;
+    if (!row->figs) return 0;
+    return col->fig->value(row->figs->v + sonde_fig_sources[col->fig_src].first);
 }
 
-static double columns_gpu_avg_mb(const sonde__row_t *row, const sonde_profile_t *prof)
+sonde_figs_t sonde__figs_totals(const sonde_profile_t *prof)
 {
-    return row->gpu ? sonde__gpu_avg_mb(row->gpu) : 0;
-}
-
-static double columns_gpu_peak_mb(const sonde__row_t *row, const sonde_profile_t *prof)
-{
-    return row->gpu ? row->gpu->peak_mem_mb : 0;
-}
-
-sonde_line_gpu_t sonde__gpu_totals(const sonde_profile_t *prof)
-{
-    sonde_line_gpu_t sum = {0, 0, 0, 0, 0};
-    for (size_t i = 0; i < prof->n_files; i++) {
-        for (size_t j = 0; j < prof->files[i].n_lines; j++) {
-            const sonde_line_gpu_t *gpu = &prof->files[i].lines[j].gpu;
-            sum.util_sum += gpu->util_sum;
-            sum.samples += gpu->samples;
-            sum.mem_sum_mb += gpu->mem_sum_mb;
-            sum.sec += gpu->sec;
-            if (gpu->peak_mem_mb > sum.peak_mem_mb) sum.peak_mem_mb = gpu->peak_mem_mb;
-        }
-    }
+    sonde_figs_t sum;
+    memset(&sum, 0, sizeof sum);
+    for (size_t i = 0; i < prof->n_files; i++)
+        for (size_t j = 0; j < prof->files[i].n_lines; j++)
+            sonde_figs_combine(&sum, &prof->files[i].lines[j].figs);
     return sum;
 }
 
 /* Colours: Python cyan, native green, system yellow (bold variants read
  * poorly on light terminals). Bar glyphs differ too, so the split stays
  * readable without colour. */
-const sonde__column_t sonde__columns[] = {
+/* The base columns; the sources' figure columns follow them in
+ * sonde__columns (filled once, when the library loads). */
+static const sonde__column_t columns_base[] = {
     {"n_cpu_percent_python", "cpu_percent_python", "Python", "36", "\xe2\x96\x88" /* █ */,
      SONDE__UNIT_PERCENT, columns_python},
     {"n_cpu_percent_c", "cpu_percent_c", "native", "32", "\xe2\x96\x93" /* ▓ */,
@@ -204,16 +210,42 @@ const sonde__column_t sonde__columns[] = {
     {"alloc_space", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_alloc_space, true},
     {"inuse_objects", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_inuse_objects, true},
     {"inuse_space", NULL, NULL, NULL, NULL, SONDE__UNIT_COUNT, columns_inuse_space, true},
-    /* GPU (Scalene's names): mean utilisation and memory while the line
-     * ran, and its peak memory; red. */
-    {"n_gpu_percent", NULL, "GPU util", "31", NULL, SONDE__UNIT_LEVEL_PERCENT, columns_gpu_percent,
-     false, true},
-    {"n_gpu_avg_memory_mb", NULL, NULL, NULL, NULL, SONDE__UNIT_MB, columns_gpu_avg_mb, false,
-     true},
-    {"n_gpu_peak_memory_mb", NULL, "GPU MB", "31", NULL, SONDE__UNIT_MB, columns_gpu_peak_mb, false,
-     true},
 };
-const size_t sonde__n_columns = SONDE_ARRAY_LEN(sonde__columns);
+
+/* Every figure column of every source (figures.c), as many as fit. */
+#define COLUMNS_MAX (SONDE_ARRAY_LEN(columns_base) + 8)
+static sonde__column_t columns_all[COLUMNS_MAX];
+const sonde__column_t *const sonde__columns = columns_all;
+size_t sonde__n_columns;
+
+/* Runs when the library or program loads: no allocation, nothing that
+ * can fail (a source whose columns do not fit is left out, and the
+ * unit tests check that none is). */
+__attribute__((constructor)) static void columns_init(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(columns_base); i++)
+        columns_all[n++] = columns_base[i];
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        for (size_t c = 0; c < src->n_columns && n < COLUMNS_MAX; c++) {
+            const sonde_fig_column_t *fig = &src->columns[c];
+            static const sonde__unit_t units[] = {
+                [SONDE_FIG_UNIT_LEVEL_PERCENT] = SONDE__UNIT_LEVEL_PERCENT,
+                [SONDE_FIG_UNIT_MB] = SONDE__UNIT_MB,
+                [SONDE_FIG_UNIT_COUNT] = SONDE__UNIT_COUNT,
+            };
+            columns_all[n++] = (sonde__column_t){.json_name = fig->json_name,
+                                                 .title = fig->title,
+                                                 .sgr = fig->sgr,
+                                                 .unit = units[fig->unit],
+                                                 .value = columns_fig,
+                                                 .fig_src = s,
+                                                 .fig = fig};
+        }
+    }
+    sonde__n_columns = n;
+}
 
 sonde__row_t sonde__row_of_file(const sonde_file_stats_t *file)
 {

@@ -52,7 +52,7 @@ static void json_figures(sonde_buf_t *out, const sonde_profile_t *prof, const so
         sonde_buf_puts(out, ", ");
         sonde_buf_json_string(out, col->json_name);
         sonde_buf_puts(out, ": ");
-        double v = col->value(row, prof);
+        double v = col->value(col, row, prof);
         if (col->unit == SONDE__UNIT_COUNT)
             json_count(out, (uint64_t)v);
         else
@@ -157,7 +157,7 @@ static void json_run(sonde_buf_t *out, const sonde_profile_t *prof)
         const sonde__column_t *col = &sonde__columns[i];
         if (!col->json_total_name) continue;
         json_key(out, in, col->json_total_name);
-        sonde_buf_json_number(out, col->value(&total, prof), JSON_PERCENT_DIGITS);
+        sonde_buf_json_number(out, col->value(col, &total, prof), JSON_PERCENT_DIGITS);
         sonde_buf_puts(out, ",\n");
     }
     json_key(out, in, "unattributed_percent");
@@ -211,31 +211,64 @@ static void json_memory_run(sonde_buf_t *out, const sonde_profile_t *prof)
     sonde_buf_puts(out, ",\n");
 }
 
-/* ---- GPU (only when prof->has_gpu) ----------------------------------------- */
+/* ---- the sources' figures (src/model/figures.h) --------------------------- */
 
-/* The run's GPU fields, each followed by ",\n": the devices, whether the
- * figures are this process tree's own, and the means over every sample
- * that had a GPU reading. */
-static void json_gpu_run(sonde_buf_t *out, const sonde_profile_t *prof)
+/* The run's fields of each source that ran, each followed by ",\n": its
+ * flag, what it read, whether the figures are this process tree's own,
+ * and its columns over every line (Scalene's names, from the source's
+ * descriptor); then "figures", the list of the sources' columns
+ * with their titles and units, which the viewer draws without knowing
+ * the sources. */
+static void json_fig_runs(sonde_buf_t *out, const sonde_profile_t *prof)
 {
+    static const char *const units[] = {[SONDE_FIG_UNIT_LEVEL_PERCENT] = "level_percent",
+                                        [SONDE_FIG_UNIT_MB] = "mb",
+                                        [SONDE_FIG_UNIT_COUNT] = "count"};
     const char *in = "  ";
-    sonde_line_gpu_t total = sonde__gpu_totals(prof);
-    json_key(out, in, "gpu");
-    sonde_buf_puts(out, "true,\n");
-    json_key(out, in, "gpu_device");
-    json_string_or_null(out, prof->gpu_device);
-    sonde_buf_puts(out, ",\n");
-    json_key(out, in, "gpu_per_process");
-    sonde_buf_puts(out, prof->gpu_per_process ? "true,\n" : "false,\n");
-    json_key(out, in, "gpu_percent");
-    sonde_buf_json_number(out, sonde__gpu_percent(&total), JSON_PERCENT_DIGITS);
-    sonde_buf_puts(out, ",\n");
-    json_key(out, in, "gpu_avg_memory_mb");
-    sonde_buf_json_number(out, sonde__gpu_avg_mb(&total), JSON_PERCENT_DIGITS);
-    sonde_buf_puts(out, ",\n");
-    json_key(out, in, "gpu_peak_memory_mb");
-    sonde_buf_json_number(out, total.peak_mem_mb, JSON_PERCENT_DIGITS);
-    sonde_buf_puts(out, ",\n");
+    sonde_figs_t totals = sonde__figs_totals(prof);
+    bool any = false;
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        const sonde_fig_run_t *run = &prof->fig_runs[s];
+        if (!run->present) continue;
+        any = true;
+        json_key(out, in, src->name);
+        sonde_buf_puts(out, "true,\n");
+        json_key(out, in, src->detail_key);
+        json_string_or_null(out, run->detail);
+        sonde_buf_puts(out, ",\n");
+        json_key(out, in, src->own_key);
+        sonde_buf_puts(out, run->own ? "true,\n" : "false,\n");
+        for (size_t c = 0; c < src->n_columns; c++) {
+            if (!src->columns[c].json_total_name) continue;
+            json_key(out, in, src->columns[c].json_total_name);
+            sonde_buf_json_number(out, src->columns[c].value(totals.v + src->first),
+                                  JSON_PERCENT_DIGITS);
+            sonde_buf_puts(out, ",\n");
+        }
+    }
+    if (!any) return;
+    json_key(out, in, "figures");
+    sonde_buf_putc(out, '[');
+    bool first = true;
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        if (!prof->fig_runs[s].present) continue;
+        for (size_t c = 0; c < src->n_columns; c++) {
+            const sonde_fig_column_t *col = &src->columns[c];
+            sonde_buf_puts(out, first ? "{\"source\": " : ", {\"source\": ");
+            first = false;
+            sonde_buf_json_string(out, src->name);
+            sonde_buf_puts(out, ", \"key\": ");
+            sonde_buf_json_string(out, col->json_name);
+            sonde_buf_puts(out, ", \"title\": ");
+            json_string_or_null(out, col->title);
+            sonde_buf_puts(out, ", \"unit\": ");
+            sonde_buf_json_string(out, units[col->unit]);
+            sonde_buf_putc(out, '}');
+        }
+    }
+    sonde_buf_puts(out, "],\n");
 }
 
 /* ", \"leaks\": {...}" of a file: its likely leaks by line number. */
@@ -399,7 +432,7 @@ int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out)
     sonde_buf_puts(out, "{\n");
     json_run(out, prof);
     if (prof->has_memory) json_memory_run(out, prof);
-    if (prof->has_gpu) json_gpu_run(out, prof);
+    json_fig_runs(out, prof);
     json_key(out, "  ", "files");
     sonde_buf_putc(out, '{');
     for (size_t i = 0; i < prof->n_files; i++) {

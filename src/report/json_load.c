@@ -2,7 +2,7 @@
  * (sonde_profile_load_json, report.h).
  *
  * Owns: the inverse of json.c: every field json.c writes (run information,
- * exit, partial counts, processes, memory and GPU figures with their
+ * exit, partial counts, processes, memory and the sources' figures with their
  * timelines, files with their lines, functions, leaks and source, call
  * stacks with threads) back into a sonde_profile_t, so that `sonde merge`
  * and the collector of child processes can add profiles up. Percentages
@@ -193,22 +193,24 @@ static void load_memory(load_t *ld, const cJSON *entry, sonde_line_memory_t *mem
     mem->copy_mb = load_number(ld, entry, "n_copy_mb_s", 0, LOAD_MAX_MB, 0) * elapsed;
 }
 
-/* The GPU figures of a line or function: the means are weighted by the
- * entry's time (sec), or by a nominal weight when it has none; an entry
- * whose figures are all 0 had no reading and gets no weight. */
-static void load_gpu(load_t *ld, const cJSON *entry, sonde_ns_t entry_ns, uint64_t samples,
-                     sonde_line_gpu_t *gpu)
+/* The sources' figures of a line or function (src/model/figures.h): each
+ * source that ran reads its columns back (units bound them: a level in
+ * percent 0..100, megabytes, counts), weighted by the entry's time. */
+static void load_figs(load_t *ld, const cJSON *entry, sonde_ns_t entry_ns, uint64_t samples,
+                      sonde_figs_t *figs)
 {
-    double util = load_number(ld, entry, "n_gpu_percent", 0, LOAD_MAX_PERCENT, 0);
-    double avg_mb = load_number(ld, entry, "n_gpu_avg_memory_mb", 0, LOAD_MAX_MB, 0);
-    double peak_mb = load_number(ld, entry, "n_gpu_peak_memory_mb", 0, LOAD_MAX_MB, 0);
-    if (!(util > 0 || avg_mb > 0 || peak_mb > 0)) return; /* no reading on this entry */
-    double sec = entry_ns > 0 ? (double)entry_ns / SONDE_NS_PER_SEC : 1e-6;
-    gpu->sec = sec;
-    gpu->samples = samples ? samples : 1;
-    gpu->util_sum = util * sec;
-    gpu->mem_sum_mb = avg_mb * sec;
-    gpu->peak_mem_mb = peak_mb;
+    static const double max[] = {[SONDE_FIG_UNIT_LEVEL_PERCENT] = LOAD_MAX_PERCENT,
+                                 [SONDE_FIG_UNIT_MB] = LOAD_MAX_MB,
+                                 [SONDE_FIG_UNIT_COUNT] = LOAD_MAX_COUNT};
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        if (!ld->prof->fig_runs[s].present || !src->load) continue;
+        double values[16] = {0};
+        for (size_t c = 0; c < src->n_columns && c < SONDE_ARRAY_LEN(values); c++)
+            values[c] =
+                load_number(ld, entry, src->columns[c].json_name, 0, max[src->columns[c].unit], 0);
+        src->load(figs->v + src->first, values, (double)entry_ns / SONDE_NS_PER_SEC, samples);
+    }
 }
 
 /* The time figures shared by lines and functions. */
@@ -250,8 +252,7 @@ static bool load_lines(load_t *ld, const char *path, const cJSON *file)
             load_memory(ld, entry, &line->mem);
             if (!load_timeline(ld, entry, "memory_samples", &line->mem.timeline)) return false;
         }
-        if (ld->prof->has_gpu)
-            load_gpu(ld, entry, t.python_ns + t.native_ns + t.system_ns, t.samples, &line->gpu);
+        load_figs(ld, entry, t.python_ns + t.native_ns + t.system_ns, t.samples, &line->figs);
         if (ld->failed) return false;
     }
     return !ld->failed;
@@ -307,8 +308,7 @@ static bool load_functions(load_t *ld, const char *path, const cJSON *file)
         func->system_ns += t.system_ns;
         func->samples += t.samples;
         if (ld->prof->has_memory) load_memory(ld, entry, &func->mem);
-        if (ld->prof->has_gpu)
-            load_gpu(ld, entry, t.python_ns + t.native_ns + t.system_ns, t.samples, &func->gpu);
+        load_figs(ld, entry, t.python_ns + t.native_ns + t.system_ns, t.samples, &func->figs);
         if (ld->failed) return false;
     }
     return !ld->failed;
@@ -608,11 +608,13 @@ static bool load_run(load_t *ld, const cJSON *root)
         if (fname && !(prof->max_footprint_file = strdup(fname))) return load_oom(ld);
         if (!load_timeline(ld, root, "samples", &prof->footprint)) return false;
     }
-    prof->has_gpu = load_bool(ld, root, "gpu");
-    if (prof->has_gpu) {
-        const char *device = load_string(ld, root, "gpu_device");
-        prof->gpu_per_process = load_bool(ld, root, "gpu_per_process");
-        if (device && !(prof->gpu_device = strdup(device))) return load_oom(ld);
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        if (!load_bool(ld, root, src->name)) continue;
+        const char *detail = load_string(ld, root, src->detail_key);
+        if (ld->failed) break;
+        if (sonde_fig_run_set(&prof->fig_runs[s], detail, load_bool(ld, root, src->own_key)) < 0)
+            return load_oom(ld);
     }
     return !ld->failed;
 }

@@ -367,7 +367,7 @@ static int64_t pprof_column(const sonde_profile_t *prof, const sonde__row_t *row
 {
     for (size_t i = 0; i < sonde__n_columns; i++) {
         if (strcmp(sonde__columns[i].json_name, json_name) != 0) continue;
-        double v = sonde__columns[i].value(row, prof);
+        double v = sonde__columns[i].value(&sonde__columns[i], row, prof);
         return v > 0 ? (int64_t)v : 0;
     }
     return 0;

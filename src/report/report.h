@@ -90,7 +90,7 @@ int sonde_report_speedscope(const sonde_profile_t *prof, sonde_buf_t *out);
 
 /* Reads a JSON profile as json.c writes it (docs/json-format.md) into
  * prof, which must be empty (sonde_profile_init): run information, exit,
- * partial counts, processes, memory and GPU figures with timelines, files
+ * partial counts, processes, memory and the sources' figures with timelines, files
  * with lines, functions, leaks and source, call stacks with threads.
  * Percentages become times through profiled_time_sec. json_load.c, linked
  * into the command only (cJSON). A leading UTF-8 BOM is skipped. Returns 0;

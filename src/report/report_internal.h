@@ -1,8 +1,8 @@
 /* report_internal.h — shared by the writers of src/report/ only.
  *
  * Owns: the figure columns every writer draws from (one table, so that a new
- * figure — memory, GPU, copy volume — is one entry in columns.c plus a
- * field in sonde__row_t), the order files are reported in, and the
+ * figure — memory, copy volume — is one entry in columns.c plus a field in
+ * sonde__row_t; a source's figures come from src/model/figures.c), the order files are reported in, and the
  * terminal-text line builder the text writer uses. Plain C, no libpython,
  * never in a signal handler or an allocator hook.
  */
@@ -26,15 +26,15 @@ typedef struct sonde__row {
     uint64_t samples;
     const sonde_line_memory_t *mem; /* a line's or function's memory figures
                                        (borrowed); NULL for other rows */
-    const sonde_line_gpu_t *gpu;    /* a line's or function's GPU figures
-                                       (borrowed); NULL for other rows */
+    const sonde_figs_t *figs;       /* a line's or function's figures from
+                                       the sources (borrowed); NULL for other rows */
 } sonde__row_t;
 
 static inline sonde__row_t sonde__row_of_line(const sonde_line_stats_t *line)
 {
     sonde__row_t row = {line->python_ns, line->native_ns, line->system_ns, line->samples,
                         &line->mem};
-    row.gpu = &line->gpu;
+    row.figs = &line->figs;
     return row;
 }
 
@@ -42,7 +42,7 @@ static inline sonde__row_t sonde__row_of_func(const sonde_func_stats_t *func)
 {
     sonde__row_t row = {func->python_ns, func->native_ns, func->system_ns, func->samples,
                         &func->mem};
-    row.gpu = &func->gpu;
+    row.figs = &func->figs;
     return row;
 }
 
@@ -81,12 +81,13 @@ typedef enum sonde__unit {
     SONDE__UNIT_MB,            /* megabytes (memory columns) */
     SONDE__UNIT_MB_S,          /* megabytes per second */
     SONDE__UNIT_FRACTION,      /* 0..1 (JSON), shown as a percentage */
-    SONDE__UNIT_LEVEL_PERCENT, /* a level in percent, 0..100 (GPU utilisation),
+    SONDE__UNIT_LEVEL_PERCENT, /* a level in percent, 0..100 (a device's utilisation),
                                   not a share of the run's time */
 } sonde__unit_t;
 
 /* One figure the writers report for each line and function. */
-typedef struct sonde__column {
+typedef struct sonde__column sonde__column_t;
+struct sonde__column {
     const char *json_name;       /* field of a line/function entry */
     const char *json_total_name; /* top-level field with the run's figure; NULL: none */
     const char *title;           /* terminal table heading; NULL: JSON only */
@@ -94,22 +95,27 @@ typedef struct sonde__column {
     const char *bar_glyph;       /* non-NULL: a segment of the time bar, drawn
                                     with this glyph (UTF-8, one column) */
     sonde__unit_t unit;
-    double (*value)(const sonde__row_t *row, const sonde_profile_t *prof);
+    double (*value)(const sonde__column_t *col, const sonde__row_t *row,
+                    const sonde_profile_t *prof);
     bool memory; /* a memory figure: reported only when the
                                     profile has memory (--memory), and only
                                     for lines (rows with mem) */
-    bool gpu;    /* a GPU figure: reported only when the
-                                    profile has GPU figures (has_gpu), for
-                                    lines and functions (rows with gpu) */
-} sonde__column_t;
+    /* A source's figure (src/model/figures.h): reported only when the
+     * profile has that source (fig_runs[fig_src].present), for lines and
+     * functions (rows with figs); NULL: not one. */
+    const sonde_fig_column_t *fig;
+    unsigned fig_src;
+};
 
-extern const sonde__column_t sonde__columns[];
-extern const size_t sonde__n_columns;
+/* The base columns, then every source's figure columns (columns.c). */
+extern const sonde__column_t *const sonde__columns;
+extern size_t sonde__n_columns;
 
 /* Whether a column appears in this profile's reports at all. */
 static inline bool sonde__column_shown(const sonde__column_t *col, const sonde_profile_t *prof)
 {
-    return (!col->memory || prof->has_memory) && (!col->gpu || prof->has_gpu);
+    return (!col->memory || prof->has_memory) &&
+           (!col->fig || prof->fig_runs[col->fig_src].present);
 }
 
 /* Whether a column has a figure for this row. */
@@ -117,7 +123,7 @@ static inline bool sonde__column_applies(const sonde__column_t *col, const sonde
                                          const sonde__row_t *row)
 {
     return (!col->memory || (prof->has_memory && row->mem)) &&
-           (!col->gpu || (prof->has_gpu && row->gpu));
+           (!col->fig || (prof->fig_runs[col->fig_src].present && row->figs));
 }
 
 /* ---- memory (columns.c) ------------------------------------------------- */
@@ -137,21 +143,10 @@ double sonde__memory_growth_percent(const sonde_profile_t *prof);
  * bytes). Empty for an empty timeline. */
 void sonde__sparkline(const sonde_timeline_t *tl, double max_mb, int width, char *buf, size_t size);
 
-/* ---- GPU (columns.c) ---------------------------------------------------- */
+/* ---- the sources' figures (columns.c) ------------------------------------ */
 
-/* The GPU figures of every line of the profile together (sums, and the
- * highest peak). */
-sonde_line_gpu_t sonde__gpu_totals(const sonde_profile_t *prof);
-/* Time-weighted mean utilisation (%) and memory (MB) of a set of GPU
- * figures; 0 without samples. */
-static inline double sonde__gpu_percent(const sonde_line_gpu_t *gpu)
-{
-    return gpu->sec > 0 ? gpu->util_sum / gpu->sec : 0;
-}
-static inline double sonde__gpu_avg_mb(const sonde_line_gpu_t *gpu)
-{
-    return gpu->sec > 0 ? gpu->mem_sum_mb / gpu->sec : 0;
-}
+/* Every line's figures of the profile combined (sonde_figs_combine). */
+sonde_figs_t sonde__figs_totals(const sonde_profile_t *prof);
 
 /* Indices into prof->files ordered as reports list files: by total time,
  * descending, then by path. On success *order_out is owned by the caller

@@ -26,7 +26,7 @@
 #define TEXT_BAR_MAX 10     /* the bar's cells: a full bar is 100% of the time */
 #define TEXT_SOURCE_MIN 30  /* columns kept for source text before the bar goes */
 #define TEXT_PATH_MIN 16    /* columns a shortened path keeps at least */
-#define TEXT_MAX_COLUMNS 16 /* bound on sonde__n_columns for local arrays */
+#define TEXT_MAX_COLUMNS 32 /* bound on sonde__n_columns for local arrays */
 #define TEXT_SGR_TITLE "1"
 #define TEXT_SGR_DIM "2"
 #define TEXT_MARKER "..."
@@ -107,7 +107,7 @@ static void text_format_cell(const text_ctx_t *ctx, const sonde__column_t *col,
 {
     cell[0] = 0;
     if (!sonde__column_applies(col, ctx->prof, row)) return;
-    double v = col->value(row, ctx->prof);
+    double v = col->value(col, row, ctx->prof);
     if (!(v > 0)) return; /* zero figures stay blank, as in Scalene */
     if (col->unit == SONDE__UNIT_PERCENT) {
         if (v < 0.05)
@@ -144,7 +144,7 @@ static void text_bar(text_ctx_t *ctx, const sonde__row_t *row, int bar_w)
     for (size_t i = 0; i < n_columns; i++) {
         const sonde__column_t *col = &sonde__columns[i];
         if (!col->bar_glyph) continue;
-        double exact = col->value(row, ctx->prof) / 100.0 * bar_w;
+        double exact = col->value(col, row, ctx->prof) / 100.0 * bar_w;
         if (!(exact > 0)) continue;
         cells[i] = (int)floor(exact);
         remainder[i] = exact - cells[i];
@@ -310,21 +310,28 @@ static void text_memory_header(text_ctx_t *ctx)
     text_end_line(ctx);
 }
 
-/* The GPU (has_gpu): the devices, whose figures, and the run's means. The
- * table's "GPU util" is a line's mean utilisation while it ran, "GPU MB"
- * its peak GPU memory. */
-static void text_gpu_header(text_ctx_t *ctx)
+/* Each source that ran (src/model/figures.h): its figures over the run, in
+ * its colour, and what it read (the devices, and whose figures). */
+static void text_fig_headers(text_ctx_t *ctx)
 {
     const sonde_profile_t *prof = ctx->prof;
     sonde__tline_t *tl = &ctx->tl;
-    sonde_line_gpu_t total = sonde__gpu_totals(prof);
-    sonde__tline_sgr(tl, "31");
-    sonde__tline_printf(tl, "GPU: %.1f%% utilisation, %.1f MB on average, %.1f MB at peak",
-                        sonde__gpu_percent(&total), sonde__gpu_avg_mb(&total), total.peak_mem_mb);
-    sonde__tline_sgr(tl, NULL);
-    sonde__tline_printf(tl, " (%s; %s)", prof->gpu_device ? prof->gpu_device : "?",
-                        prof->gpu_per_process ? "this process and its children" : "whole device");
-    text_end_line(ctx);
+    sonde_figs_t totals = sonde__figs_totals(prof);
+    for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
+        const sonde_fig_source_t *src = &sonde_fig_sources[s];
+        if (!prof->fig_runs[s].present || !src->header) continue;
+        sonde_buf_t shown = SONDE_BUF_INIT, plain = SONDE_BUF_INIT;
+        src->header(&shown, &plain, totals.v + src->first, &prof->fig_runs[s]);
+        if (!sonde_buf_error(&shown) && !sonde_buf_error(&plain) && shown.len) {
+            sonde__tline_sgr(tl, src->sgr);
+            sonde__tline_text(tl, shown.data);
+            sonde__tline_sgr(tl, NULL);
+            if (plain.len) sonde__tline_text(tl, plain.data);
+            text_end_line(ctx);
+        }
+        sonde_buf_free(&shown);
+        sonde_buf_free(&plain);
+    }
 }
 
 /* One line naming what a partial profile misses (the non-zero counts). */
@@ -407,7 +414,7 @@ static void text_header(text_ctx_t *ctx)
         if (!col->title || col->unit != SONDE__UNIT_PERCENT) continue;
         sonde__tline_text(tl, sep);
         sonde__tline_sgr(tl, col->sgr);
-        sonde__tline_printf(tl, "%s %.1f%%", col->title, col->value(&total, prof));
+        sonde__tline_printf(tl, "%s %.1f%%", col->title, col->value(col, &total, prof));
         sonde__tline_sgr(tl, NULL);
         sep = ", ";
     }
@@ -430,7 +437,7 @@ static void text_header(text_ctx_t *ctx)
     }
     if (sonde_partial_any(&prof->partial)) text_partial(ctx);
     if (prof->has_memory) text_memory_header(ctx);
-    if (prof->has_gpu) text_gpu_header(ctx);
+    text_fig_headers(ctx);
     if (prof->n_processes > 1) text_processes(ctx);
 }
 

@@ -7,7 +7,7 @@
  * slots into thread names ("MainThread" or "thread 1234", prefixed by
  * "process 1230 " when several processes were sampled), marker frames into
  * "<N frames left out>", and fills the model's lines (sonde_profile_add,
- * sonde_profile_add_gpu), call stacks (root first), unattributed time and
+ * sonde_profile_add_figs: the other sources' figures), call stacks (root first), unattributed time and
  * partial counters. Plain C; never in a signal handler.
  */
 #include "sample.h"
@@ -77,11 +77,12 @@ static int convert_lines(const sonde_accum_t *acc, struct convert_paths *paths,
         sonde_line_split(line, &python_ns, &native_ns);
         int rc = sonde_profile_add(prof, file, code->name, code->firstlineno, lineno, python_ns,
                                    native_ns, line->system_ns, line->samples);
-        if (rc == 0 && line->gpu_samples) {
-            sonde_line_gpu_t gpu = {line->gpu_util_sum, line->gpu_samples, line->gpu_mem_sum_mb,
-                                    line->gpu_peak_mb, line->gpu_sec};
-            rc = sonde_profile_add_gpu(prof, file, code->name, code->firstlineno, lineno, &gpu);
-        }
+        bool figs = false;
+        for (unsigned f = 0; f < SONDE_N_FIGSRCS; f++)
+            figs = figs || sonde_figs_any(&line->figs, f);
+        if (rc == 0 && figs)
+            rc = sonde_profile_add_figs(prof, file, code->name, code->firstlineno, lineno,
+                                        &line->figs);
         if (rc < 0) return rc;
     }
     return 0;

@@ -368,10 +368,10 @@ typedef struct sonde_line_acc {
      * did not run while it was watched), on a call instruction or not;
      * sonde_line_split shares it out by the line's answers. */
     sonde_ns_t unwatched_call_ns, unwatched_ns;
-    /* GPU readings attached to the line's samples, weighted by the time
-     * each charged (src/ext/gpu.c; sonde_line_gpu_t); 0 without. */
-    uint64_t gpu_samples;
-    double gpu_sec, gpu_util_sum, gpu_mem_sum_mb, gpu_peak_mb;
+    /* The other sources' readings charged with the line's samples
+     * (src/model/figures.h), weighted by the time each charged;
+     * 0 without. */
+    sonde_figs_t figs;
 } sonde_line_acc_t;
 
 /* One unique stack of one thread slot. */
@@ -465,7 +465,7 @@ typedef struct sonde_accum_convert {
     pid_t process_pid; /* non-zero: thread names start "process PID " */
 } sonde_accum_convert_t;
 
-/* Adds what acc gathered to prof: each line's times (and GPU figures)
+/* Adds what acc gathered to prof: each line's times (and the sources' figures)
  * under its file and function, each stack root first (a marker frame
  * named "<N frames left out>"), unattributed time and the partial
  * counters. Code ids are named through names. Returns 0 or -ENOMEM. */

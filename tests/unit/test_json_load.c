@@ -62,15 +62,13 @@ static void build(sonde_profile_t *prof)
     func->mem = line->mem;
     memset(&func->mem.timeline, 0, sizeof func->mem.timeline);
     func->mem.leak_likelihood = func->mem.leak_velocity_mb_s = 0;
-    prof->has_gpu = true;
-    prof->gpu_device = strdup("NVIDIA H100");
-    prof->gpu_per_process = true;
-    sonde_line_gpu_t gpu = {.util_sum = 0.125,
-                            .samples = 20,
-                            .mem_sum_mb = 25,
-                            .peak_mem_mb = 512,
-                            .sec = 0.25}; /* 50 %, 100 MB over the line's 0.25 s */
-    sonde_profile_add_gpu(prof, "/src/app.py", "Model.run", 10, 12, &gpu);
+    sonde_fig_run_set(&prof->fig_runs[SONDE_FIGSRC_GPU], "NVIDIA H100", true);
+    sonde_figs_t gpu = {{[SONDE_FIG_GPU_UTIL] = 0.125,
+                         [SONDE_FIG_GPU_SAMPLES] = 20,
+                         [SONDE_FIG_GPU_MEM] = 25,
+                         [SONDE_FIG_GPU_PEAK] = 512,
+                         [SONDE_FIG_GPU_SEC] = 0.25}}; /* 50 %, 100 MB over the line's 0.25 s */
+    sonde_profile_add_figs(prof, "/src/app.py", "Model.run", 10, 12, &gpu);
     int main_thread = sonde_profile_thread(prof, "MainThread");
     int worker = sonde_profile_thread(prof, "worker-1");
     sonde_stack_frame_t frames[] = {{"<module>", "/src/app.py", 20},

@@ -43,13 +43,13 @@ static void merge_build(sonde_profile_t *prof, int pid, double scale, double ela
     line->mem.python_fraction = pid == 1 ? 1.0 : 0.0;
     sonde_timeline_add(&line->mem.timeline, t_offset, 1);
     sonde_timeline_add(&line->mem.timeline, t_offset + 0.5, 2);
-    sonde_line_gpu_t gpu = {.util_sum = 50 * scale,
-                            .samples = 1,
-                            .mem_sum_mb = 100,
-                            .peak_mem_mb = 200 * scale,
-                            .sec = scale};
-    sonde_profile_add_gpu(prof, "a.py", "f", 1, 3, &gpu);
-    prof->has_gpu = true;
+    sonde_figs_t gpu = {{[SONDE_FIG_GPU_UTIL] = 50 * scale,
+                         [SONDE_FIG_GPU_SAMPLES] = 1,
+                         [SONDE_FIG_GPU_MEM] = 100,
+                         [SONDE_FIG_GPU_PEAK] = 200 * scale,
+                         [SONDE_FIG_GPU_SEC] = scale}};
+    sonde_profile_add_figs(prof, "a.py", "f", 1, 3, &gpu);
+    sonde_fig_run_set(&prof->fig_runs[SONDE_FIGSRC_GPU], NULL, false);
     int thread = sonde_profile_thread(prof, "MainThread");
     sonde_stack_frame_t frames[] = {{"<module>", "a.py", 9}, {"f", "a.py", 3}};
     sonde_profile_add_stack(prof, frames, 2, thread, 3, 30 * MS);
@@ -94,9 +94,10 @@ static void test_merge_adds(void)
               strcmp(a.max_footprint_file, "b.py") == 0 && a.max_footprint_lineno == 7 &&
               a.heap_peak_mb == 8,
           "merge_footprint_peak_highest", "n %zu peak %g", a.footprint.n, a.max_footprint_mb);
-    check(l3 && l3->gpu.util_sum == 150 && l3->gpu.sec == 3 && l3->gpu.peak_mem_mb == 400 &&
-              l3->gpu.samples == 2,
-          "merge_gpu", "util %g peak %g", l3 ? l3->gpu.util_sum : 0, l3 ? l3->gpu.peak_mem_mb : 0);
+    check(l3 && l3->figs.v[SONDE_FIG_GPU_UTIL] == 150 && l3->figs.v[SONDE_FIG_GPU_SEC] == 3 &&
+              l3->figs.v[SONDE_FIG_GPU_PEAK] == 400 && l3->figs.v[SONDE_FIG_GPU_SAMPLES] == 2,
+          "merge_gpu", "util %g peak %g", l3 ? l3->figs.v[SONDE_FIG_GPU_UTIL] : 0,
+          l3 ? l3->figs.v[SONDE_FIG_GPU_PEAK] : 0);
     check(a.elapsed_sec == 3.0 && a.samples == 300, "merge_elapsed_longest_samples_add",
           "elapsed %g samples %llu", a.elapsed_sec, (unsigned long long)a.samples);
     check(a.partial.failed_reads == 2 && a.partial.frames_left_out == 3, "merge_partial_adds",
@@ -126,7 +127,7 @@ static void test_merge_into_empty(void)
     int rc = sonde_profile_merge(&empty, &b);
     check(rc == 0 && empty.n_files == 3 && empty.total_ns == b.total_ns && empty.program &&
               strcmp(empty.program, "app.py") == 0 && empty.argc == 2 && empty.n_processes == 1 &&
-              empty.has_memory && empty.has_gpu,
+              empty.has_memory && empty.fig_runs[SONDE_FIGSRC_GPU].present,
           "merge_into_empty_copies", "rc %d files %zu", rc, empty.n_files);
     sonde_file_stats_t *c = sonde_profile_file(&empty, "c.py");
     check(c && c->n_lines == 1 && c->n_funcs == 1 && c->lines[0].lineno == 4 &&

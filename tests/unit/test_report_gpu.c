@@ -1,5 +1,5 @@
 /* test_report_gpu.c — unit tests of the GPU figures in the model and the
- * writers (sonde_profile_add_gpu, src/report/columns.c, json.c, text.c).
+ * writers (sonde_profile_add_figs, src/model/figures.c, src/report/columns.c, json.c, text.c).
  *
  * Builds profiles with known GPU figures and checks that the JSON and the
  * terminal report show their time-weighted means and peaks for lines,
@@ -21,17 +21,23 @@ static void build(sonde_profile_t *prof, bool gpu)
     sonde_profile_add(prof, "/nonexistent/app.py", "work", 1, 2, 600 * MS, 0, 0, 60);
     sonde_profile_add(prof, "/nonexistent/app.py", "work", 1, 3, 200 * MS, 0, 0, 20);
     if (gpu) {
-        sonde_line_gpu_t hot = {90 * 0.6, 60, 2048 * 0.6, 2048, 0.6};
-        sonde_line_gpu_t cold = {10 * 0.2, 20, 512 * 0.2, 1024, 0.2};
-        check(sonde_profile_add_gpu(prof, "/nonexistent/app.py", "work", 1, 2, &hot) == 0,
+        sonde_figs_t hot = {{[SONDE_FIG_GPU_UTIL] = 90 * 0.6,
+                             [SONDE_FIG_GPU_SAMPLES] = 60,
+                             [SONDE_FIG_GPU_MEM] = 2048 * 0.6,
+                             [SONDE_FIG_GPU_PEAK] = 2048,
+                             [SONDE_FIG_GPU_SEC] = 0.6}};
+        sonde_figs_t cold = {{[SONDE_FIG_GPU_UTIL] = 10 * 0.2,
+                              [SONDE_FIG_GPU_SAMPLES] = 20,
+                              [SONDE_FIG_GPU_MEM] = 512 * 0.2,
+                              [SONDE_FIG_GPU_PEAK] = 1024,
+                              [SONDE_FIG_GPU_SEC] = 0.2}};
+        check(sonde_profile_add_figs(prof, "/nonexistent/app.py", "work", 1, 2, &hot) == 0,
               "gpu_add_line", "rc");
-        check(sonde_profile_add_gpu(prof, "/nonexistent/app.py", "work", 1, 3, &cold) == 0,
+        check(sonde_profile_add_figs(prof, "/nonexistent/app.py", "work", 1, 3, &cold) == 0,
               "gpu_add_second_line", "rc");
-        check(sonde_profile_add_gpu(prof, NULL, "work", 1, 3, &cold) == -EINVAL,
+        check(sonde_profile_add_figs(prof, NULL, "work", 1, 3, &cold) == -EINVAL,
               "gpu_add_null_path", "not -EINVAL");
-        prof->has_gpu = true;
-        prof->gpu_device = strdup("Stand-in \"GPU\" 0");
-        prof->gpu_per_process = true;
+        sonde_fig_run_set(&prof->fig_runs[SONDE_FIGSRC_GPU], "Stand-in \"GPU\" 0", true);
     }
     sonde_profile_finish(prof);
 }
@@ -62,11 +68,12 @@ static void test_model_functions(void)
     sonde_profile_t prof;
     build(&prof, true);
     const sonde_file_stats_t *file = &prof.files[0];
-    const sonde_line_gpu_t *func = &file->funcs[0].gpu;
-    check(file->n_funcs == 1 && func->samples == 80 && func->sec > 0.79 && func->sec < 0.81 &&
-              func->peak_mem_mb == 2048,
-          "gpu_function_sums_its_lines", "samples %llu sec %g peak %g",
-          (unsigned long long)func->samples, func->sec, func->peak_mem_mb);
+    const double *func = file->funcs[0].figs.v;
+    check(file->n_funcs == 1 && func[SONDE_FIG_GPU_SAMPLES] == 80 &&
+              func[SONDE_FIG_GPU_SEC] > 0.79 && func[SONDE_FIG_GPU_SEC] < 0.81 &&
+              func[SONDE_FIG_GPU_PEAK] == 2048,
+          "gpu_function_sums_its_lines", "samples %g sec %g peak %g", func[SONDE_FIG_GPU_SAMPLES],
+          func[SONDE_FIG_GPU_SEC], func[SONDE_FIG_GPU_PEAK]);
     sonde_profile_free(&prof);
 }
 
