@@ -400,7 +400,12 @@ static int fake_watch(sonde_pyproc_t *proc, const struct world *w, struct fake_t
                                 .cpu_ns = fake_cpu,
                                 .resume = fake_resume,
                                 .arg = t,
-                                .budget_ns = 20000000};
+                                /* the checks are of the rule's logic, none
+                                 * waits for the budget: far above what a
+                                 * loaded machine's preemption takes (20 ms
+                                 * ran out in a loaded run, before the
+                                 * confirmation's 200 us sleep ended) */
+                                .budget_ns = 2000000000};
     int answer = sonde_native_watch(&sonde_native_rule_exact, &how, &walk);
     return answer;
 }
