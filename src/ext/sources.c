@@ -80,8 +80,7 @@ void sonde_sources_tick(const sonde_sources_t *set, bool has[SONDE_N_FIGSRCS],
         const sonde_source_ops_t *ops = sources_table[i];
         if (!set->started[i] || !ops->tick || ops->figs < 0 || ops->figs >= SONDE_N_FIGSRCS)
             continue;
-        has[ops->figs] =
-            ops->tick(set->state[i], reading + sonde_fig_sources[ops->figs].first);
+        has[ops->figs] = ops->tick(set->state[i], reading + sonde_fig_sources[ops->figs].first);
     }
 }
 

@@ -47,8 +47,7 @@ static double figures_gpu_peak_mb(const double *v)
 static const sonde_fig_column_t figures_gpu_columns[] = {
     {"n_gpu_percent", "gpu_percent", "GPU util", "31", SONDE_FIG_UNIT_LEVEL_PERCENT,
      figures_gpu_percent},
-    {"n_gpu_avg_memory_mb", "gpu_avg_memory_mb", NULL, NULL, SONDE_FIG_UNIT_MB,
-     figures_gpu_avg_mb},
+    {"n_gpu_avg_memory_mb", "gpu_avg_memory_mb", NULL, NULL, SONDE_FIG_UNIT_MB, figures_gpu_avg_mb},
     {"n_gpu_peak_memory_mb", "gpu_peak_memory_mb", "GPU MB", "31", SONDE_FIG_UNIT_MB,
      figures_gpu_peak_mb},
 };
@@ -107,9 +106,15 @@ void sonde_figs_charge(sonde_figs_t *into, unsigned src, const double *reading, 
     double *v = into->v + s->first;
     for (unsigned i = 0; i < s->n; i++) {
         switch (s->rules[i]) {
-        case SONDE_FIG_WEIGHTED: v[i] += reading[i] * sec; break;
-        case SONDE_FIG_SECONDS: v[i] += sec; break;
-        case SONDE_FIG_COUNT: v[i] += 1; break;
+        case SONDE_FIG_WEIGHTED:
+            v[i] += reading[i] * sec;
+            break;
+        case SONDE_FIG_SECONDS:
+            v[i] += sec;
+            break;
+        case SONDE_FIG_COUNT:
+            v[i] += 1;
+            break;
         case SONDE_FIG_PEAK:
             if (reading[i] > v[i]) v[i] = reading[i];
             break;
