@@ -9,7 +9,10 @@
 #   make demo                 build what the demo needs and profile the bundled
 #                             example (terminal report; its last line names the
 #                             HTML report, build/demo.html)
-#   make test                 build and test against every installed CPython
+#   make test                 build and test against every installed CPython:
+#                             version-specific tests on each, version-independent
+#                             ones on the oldest, /usr/bin/python3 and the newest
+#                             (tests/run.py --all-versions: every test on each)
 #   make stress               the stress suite (tests/stress/): hostile programs
 #                             compared byte for byte with plain python, on the
 #                             oldest interpreter, /usr/bin/python3 and the newest

@@ -1,7 +1,8 @@
 """Which CPython interpreters the tests run against.
 
 The supported range comes from the one version table, src/pyread/pyversions.h
-(SONDE_PY_MINOR_MIN / SONDE_PY_MINOR_MAX), which the C code reads too.
+(SONDE_PY_MINOR_MIN / SONDE_PY_MINOR_MAX), which the C code reads too, through
+its one reader for scripts, tools/pyversions.sh.
 Interpreters are, in order of precedence:
   - PYTHONS="..." (environment; the same variable the build uses): paths or
     names on PATH, separated by spaces; only those are used;
@@ -11,24 +12,51 @@ An interpreter named by path with `--python PATH` is used even when the
 search did not find it. Each is (name, path, version tuple); the name is the
 version, with "-system" for one outside pyenv ("3.11.2-system").
 """
+import functools
 import glob
 import os
-import re
 import shutil
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERSIONS_H = os.path.join(ROOT, "src", "pyread", "pyversions.h")
 
 
+def _tool(*argv):
+    """The words a tools/ script prints (it fails loudly: check=True)."""
+    return subprocess.run([os.path.join(ROOT, "tools", argv[0])] + list(argv[1:]),
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
+@functools.lru_cache(maxsize=None)
 def supported_range():
     """((3, min), (3, max)) from src/pyread/pyversions.h."""
-    with open(VERSIONS_H) as f:
-        text = f.read()
-    major = int(re.search(r"^#define SONDE_PY_MAJOR (\d+)$", text, re.M).group(1))
-    lo = int(re.search(r"^#define SONDE_PY_MINOR_MIN (\d+)$", text, re.M).group(1))
-    hi = int(re.search(r"^#define SONDE_PY_MINOR_MAX (\d+)$", text, re.M).group(1))
-    return (major, lo), (major, hi)
+    oldest, newest = _tool("pyversions.sh", "oldest")[0], _tool("pyversions.sh", "newest")[0]
+    return tuple(map(int, oldest.split("."))), tuple(map(int, newest.split(".")))
+
+
+@functools.lru_cache(maxsize=None)
+def chroot_versions():
+    """("3.13", "3.14", "3.15"): Debian unstable's interpreters in the chroot
+    of tools/chroot.sh (3.13 up to the newest supported)."""
+    return tuple(_tool("chroot.sh", "pythons"))
+
+
+# The interpreters that run the version-independent tests (tests/run.py's
+# tier "tiers") and the accuracy tests' repeated and loaded runs
+# (support.loaded_runs_here), as the summary names them.
+TIER_TEXT = "the oldest supported, Debian's /usr/bin/python3 and the newest supported"
+
+
+def is_tier(version, path):
+    """Whether the interpreter of this version tuple at this path is one of
+    the three that run what is tested on three only: the oldest supported
+    minor version (3.8), Debian's /usr/bin/python3 (named by that path: in
+    the chroot the interpreters are named /usr/bin/python3.N) and the newest
+    supported (src/pyread/pyversions.h; in CI Debian unstable's, in the
+    chroot)."""
+    lo, hi = supported_range()
+    minor = tuple(version[:2])
+    return minor <= lo or minor >= hi or path == "/usr/bin/python3"
 
 
 def range_text():

@@ -2,16 +2,42 @@
 """sonde's test runner (`make test`).
 
 Builds sonde once per installed CPython (build/test/<name>/), runs the C unit
-tests, then every end-to-end test in tests/e2e/test_*.py against every
-interpreter, and ends with the line `N passed, N failed`.
+tests, then the end-to-end tests in tests/e2e/test_*.py against the
+interpreters each concerns (its tier, below), and ends with the line
+`N passed, N failed`.
 
     python3 tests/run.py [-k SUBSTRING]... [--python NAME_OR_PATH] [-v]
                          [--no-chroot] [--cc COMPILER] [--werror] [--sanitize]
+                         [--all-versions]
 
-Run as root with the Debian archive reachable, it also runs the whole suite
-for Debian unstable's CPython 3.13, 3.14 and 3.15 inside the chroot that
-tools/chroot.sh creates once (cached under /var/cache/sonde; one line says so
-when it is made or cannot be); the final line counts those too.
+Run as root with the Debian archive reachable, it also runs the suite for
+Debian unstable's CPython from 3.13 to the newest supported inside the chroot
+that tools/chroot.sh creates once (cached under /var/cache/sonde; one line
+says so when it is made or cannot be); the final line counts those too.
+
+Tiers. Every tests/e2e module declares which interpreters its tests
+concern, with the reason, as `VERSIONS = "TIER: why"`; a function may
+override it with `test_x.versions = "TIER: why"` (a module that declares
+nothing fails the run). TIER is one of
+  all    every interpreter: what the test exercises depends on the
+         interpreter's version (the in-process sampler walking frames, the
+         native rule, trace's hooks, attach reading remote memory through
+         the version's offsets, the start-up hooks, fork and exec, the
+         allocator domains...);
+  tiers  three interpreters, pythons.is_tier: the oldest supported (3.8),
+         Debian's /usr/bin/python3 and the newest supported (3.15, in CI
+         the chroot's): the test is version-independent (report formats,
+         option parsing, files, merge and view of saved profiles, uploads,
+         the pytest plugin...); the accuracy tests' repeated and loaded runs
+         use the same three (support.loaded_runs_here);
+  once   the first interpreter of the run only (tests of the command, the
+         build or the packaging: the interpreter does not matter).
+On any other interpreter a module's "tiers" tests are left out with one
+`SKIP module [interpreter]: ...` line, and the summary ends with a line that
+names the interpreters that ran them and those that left them out, with the
+count. --all-versions runs every test on every interpreter (the tiers
+"all" and "tiers" alike; "once" stays once); .ci/run gives it to the clang
+and sanitizer steps, whose one interpreter runs its whole suite.
 
 --cc builds with another C compiler (`make CC=clang`) in build/test-<cc>/<name>
 (beside the default compiler's build/test/<name>); --werror builds with
@@ -35,10 +61,8 @@ Interpreters: see tests/pythons.py (PYTHONS="...", or found on this machine;
 src/pyread/pyversions.h).
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
-(AssertionError or anything else). A module-level `ONCE = True` runs the
-module's tests with the first interpreter only (tests of the command itself);
-`NOT_WITH_CC = "why"` skips a module in a --cc run (it builds with make's
-default compiler itself).
+(AssertionError or anything else). `NOT_WITH_CC = "why"` skips a module in a
+--cc run (it builds with make's default compiler itself).
 A function may set `test_x.requires = "numpy"` to run only where numpy imports.
 """
 import argparse
@@ -46,6 +70,7 @@ import concurrent.futures
 import glob
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -79,19 +104,58 @@ def build(name, python, cc="", werror=False, sanitize=False):
     return ok, os.path.join(ROOT, build_dir), detail, time.time() - t0
 
 
-def load_modules(patterns):
+# The tiers a test declares (module VERSIONS, function .versions): which
+# interpreters run it (see the docstring above).
+TIERS = ("all", "tiers", "once")
+
+
+def parse_versions(value, where):
+    """(tier, why) of a declaration "TIER: why"; raises ValueError naming
+    where when it is none."""
+    tier, sep, why = value.partition(":") if isinstance(value, str) else ("", "", "")
+    if not sep or tier.strip() not in TIERS or not why.strip():
+        raise ValueError('%s: %r is not "TIER: why" with TIER one of %s'
+                         % (where, value, ", ".join(TIERS)))
+    return tier.strip(), why.strip()
+
+
+def load_modules(patterns, results):
+    """[(module name, module, [(test name, function, tier, why)])] of the
+    tests/e2e modules whose tests match patterns. A module or function whose
+    declaration of versions is missing or malformed is a failure recorded in
+    results; its tests then run on every interpreter."""
     mods = []
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "e2e", "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        tests = [(n, f) for n, f in sorted(vars(mod).items())
+        funcs = [(n, f) for n, f in sorted(vars(mod).items())
                  if n.startswith("test_") and callable(f)]
         if patterns:
-            tests = [(n, f) for n, f in tests if any(p in name + "." + n for p in patterns)]
-        if tests:
-            mods.append((name, mod, tests))
+            funcs = [(n, f) for n, f in funcs if any(p in name + "." + n for p in patterns)]
+        if not funcs:
+            continue
+        where = os.path.relpath(path, ROOT)
+        try:
+            if not hasattr(mod, "VERSIONS"):
+                raise ValueError('%s declares no VERSIONS = "TIER: why" (tests/run.py: tiers)'
+                                 % where)
+            default = parse_versions(mod.VERSIONS, where + ": VERSIONS")
+        except ValueError as e:
+            results.record("versions of " + name, False, str(e))
+            default = ("all", "no declaration")
+        tests = []
+        for n, f in funcs:
+            tier, why = default
+            if hasattr(f, "versions"):
+                try:
+                    tier, why = parse_versions(f.versions, "%s: %s.versions" % (where, n))
+                except ValueError as e:
+                    results.record("versions of %s.%s" % (name, n), False, str(e))
+                    tier, why = "all", "no declaration"
+            tests.append((n, f, tier, why))
+        mods.append((name, mod, tests))
     return mods
 
 
@@ -102,6 +166,34 @@ class Results:
         self.skipped = 0
         self.failures = []
         self.verbose = verbose
+        # the tier "tiers": the interpreters that ran those tests, those
+        # that left them out, and how many test runs were left out
+        self.tier_ran = []
+        self.tier_left = []
+        self.tier_skipped = 0
+
+    def tier_line(self):
+        """The summary's line on the version-independent tests, or None when
+        the run had none (tests/run.py --inside-chroot prints it for the
+        host, which adds it to its own: add_tier_line)."""
+        if not self.tier_ran and not self.tier_left:
+            return None
+        return ("version-independent tests ran on %s; left out on %s (%d test runs; "
+                "--all-versions runs them everywhere)"
+                % (", ".join(self.tier_ran) or "none", ", ".join(self.tier_left) or "none",
+                   self.tier_skipped))
+
+    def add_tier_line(self, line):
+        """Adds a tier_line() of another run; False when line is none."""
+        m = re.match(r"version-independent tests ran on (.*); left out on (.*) \((\d+) test runs",
+                     line)
+        if not m:
+            return False
+        for names, into in ((m.group(1), self.tier_ran), (m.group(2), self.tier_left)):
+            if names != "none":
+                into.extend(names.split(", "))
+        self.tier_skipped += int(m.group(3))
+        return True
 
     def record(self, label, ok, detail="", seconds=0.0, skipped=False):
         if skipped:
@@ -194,33 +286,34 @@ def run_test(func, env):
         return False, detail, time.time() - t0
 
 
-CHROOT_PYTHONS = ("3.13", "3.14", "3.15")
-
-
 def run_in_chroot(args, results):
     """Runs this suite inside the chroot, one interpreter after another, and
     adds its counts to results. Returns the names of the interpreters run."""
     tool = os.path.join(ROOT, "tools", "chroot.sh")
+    versions = pythons.chroot_versions()
+    not_tested = "Debian unstable's %s not tested" % "/".join(versions)
     if os.geteuid() != 0:
-        print("chroot: not used (needs root): Debian unstable's 3.13/3.14/3.15 not tested", flush=True)
+        print("chroot: not used (needs root): " + not_tested, flush=True)
         return []
     t0 = time.time()
     proc = subprocess.run([tool, "ensure"], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         print("chroot: " + (proc.stderr.strip().splitlines() or ["cannot create it"])[-1]
-              + ": Debian unstable's 3.13/3.14/3.15 not tested", flush=True)
+              + ": " + not_tested, flush=True)
         return []
     if time.time() - t0 > 5:
         print("chroot: created in %.0fs" % (time.time() - t0), flush=True)
     names = []
     try:
-        for ver in CHROOT_PYTHONS:
+        for ver in versions:
             inner = ["python" + ver, "tests/run.py", "--inside-chroot", "--no-chroot",
                      "--python", "/usr/bin/python" + ver]
             for k in args.k:
                 inner += ["-k", k]
             if args.v:
                 inner.append("-v")
+            if args.all_versions:
+                inner.append("--all-versions")
             cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in inner)
             p = subprocess.Popen([tool, "run", cmd], cwd=ROOT, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True)
@@ -230,6 +323,8 @@ def run_in_chroot(args, results):
                 words = line.split()
                 if line.startswith("interpreters tested: "):
                     names += line[len("interpreters tested: "):].split(", ")
+                    continue
+                if results.add_tier_line(line):
                     continue
                 if len(words) == 4 and words[1] == "passed," and words[3] == "failed":
                     results.passed += int(words[0])
@@ -266,6 +361,9 @@ def main():
     ap.add_argument("--werror", action="store_true", help="build with WERROR=1")
     ap.add_argument("--sanitize", action="store_true", help="build with ASan and UBSan "
                     "(make SAN=1) in build/test-asan/ and run under them")
+    ap.add_argument("--all-versions", action="store_true",
+                    help='run every test on every interpreter, the version-independent ones '
+                    '(VERSIONS = "tiers: ...") too, which otherwise run on three')
     args = ap.parse_args()
 
     if args.sanitize and args.cc and "gcc" not in os.path.basename(args.cc):
@@ -293,10 +391,10 @@ def main():
         print("0 passed, 1 failed")
         return 1
     print("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps), flush=True)
-    modules = load_modules(args.k)
+    modules = load_modules(args.k, results)
 
     # inside the chroot the host's run has done the unit tests and the
-    # tests of the command itself (ONCE)
+    # tests of the command itself (tier "once")
     first = not args.inside_chroot
     for name, python, version in interps:
         ok, build_dir, detail, secs = build(name, python, args.cc, args.werror, args.sanitize)
@@ -315,10 +413,27 @@ def main():
             run_unit_tests(build_dir, results, san_log)
         env_base = dict(name=name, python=python, version=version, build=build_dir, root=ROOT,
                         sanitize=args.sanitize, cc=args.cc)
+        # the version-independent tests: here, or only on the three
+        tiers_here = args.all_versions or pythons.is_tier(version, python)
+        has_tier = any(t[2] == "tiers" for _, _, tests in modules for t in tests)
+        if has_tier:
+            (results.tier_ran if tiers_here else results.tier_left).append(name)
         for mod_name, mod, tests in modules:
-            if getattr(mod, "ONCE", False) and not first:
-                continue
-            for test_name, func in tests:
+            left = [t for t in tests if t[2] == "tiers" and not tiers_here]
+            if left:
+                whys = sorted(set(why for _, _, _, why in left))
+                if len(left) == len(tests):
+                    what = "its test" if len(left) == 1 else "its %d tests" % len(left)
+                else:
+                    what = "%d of its %d tests (%s)" % (len(left), len(tests),
+                                                      ", ".join(n for n, _, _, _ in left))
+                print("SKIP %s [%s]: %s, version-independent (%s), run on %s only; "
+                      "--all-versions runs them here"
+                      % (mod_name, name, what, "; ".join(whys), pythons.TIER_TEXT), flush=True)
+                results.tier_skipped += len(left)
+            for test_name, func, tier, _ in tests:
+                if tier == "once" and not first or tier == "tiers" and not tiers_here:
+                    continue
                 label = "%s.%s [%s]" % (mod_name, test_name, name)
                 env = support.Env(**env_base)
                 req = getattr(func, "requires", None)
@@ -351,6 +466,8 @@ def main():
         tested += run_in_chroot(args, results)
     if results.failures:
         print("failed: " + ", ".join(results.failures))
+    if results.tier_line():
+        print(results.tier_line())
     print("interpreters tested: " + ", ".join(tested))
     print("%d passed, %d failed" % (results.passed, results.failed))
     return 0 if results.failed == 0 else 1

@@ -40,25 +40,17 @@ def concurrently(run, cases, workers=3):
     return [f.result() for f in futures]
 
 
-def _supported_minors():
-    import pythons  # tests/pythons.py: the range of src/pyread/pyversions.h
-    (_, lo), (_, hi) = pythons.supported_range()
-    return lo, hi
-
-
 def loaded_runs_here(env):
     """Whether this interpreter runs the accuracy tests' repeated runs and
     loaded (busy-CPU) conditions, which CI time allows on three only: the
-    oldest supported (3.8), Debian's /usr/bin/python3 and the newest
-    supported (src/pyread/pyversions.h; in CI Debian unstable's, in the
-    chroot of tests/run.py)."""
+    three of tests/run.py's tier "tiers" (pythons.is_tier: the oldest
+    supported, Debian's /usr/bin/python3 and the newest supported)."""
     if env.cc:
         # a second compiler's run (tests/run.py --cc): make test's gcc
         # matrix has made this interpreter's repeated and loaded runs
         return False
-    lo, hi = _supported_minors()
-    minor = tuple(env.version[:2])
-    return minor <= (3, lo) or minor >= (3, hi) or env.python == "/usr/bin/python3"
+    import pythons  # tests/pythons.py: the range of src/pyread/pyversions.h
+    return pythons.is_tier(env.version, env.python)
 
 
 class Env:

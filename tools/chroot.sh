@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tools/chroot.sh — Debian unstable's CPython 3.13, 3.14 and 3.15 for the
-# tests, in a chroot (they need a newer C library than Debian 12 has).
+# tools/chroot.sh — Debian unstable's CPython, from 3.13 to the newest that
+# sonde supports (src/pyread/pyversions.h), for the tests, in a chroot (they
+# need a newer C library than Debian 12 has).
 #
 #   tools/chroot.sh ensure     create it once (debootstrap, ~90 s, ~800 MB),
 #                              then only check it; idempotent
@@ -9,6 +10,7 @@
 #   tools/chroot.sh run CMD    run `sh -c CMD` inside, with this source tree
 #                              bound at the same path (so paths match)
 #   tools/chroot.sh path       print the directory
+#   tools/chroot.sh pythons    print the versions it holds ("3.13 3.14 3.15")
 #
 # The directory is SONDE_CHROOT or /var/cache/sonde/sid-chroot, outside the
 # build tree, so that a machine builds it once. The mirror is the one apt
@@ -16,7 +18,11 @@
 # exits 1 with one line saying why (the tests then run without it).
 set -u
 DIR=${SONDE_CHROOT:-/var/cache/sonde/sid-chroot}
-PYS="3.13 3.14 3.15"
+# 3.13 (Debian unstable's micro, beside pyenv's 3.13.0 here) up to the newest
+# supported: a version added to pyversions.h is added here (a chroot made
+# before, which lacks the newest, is made again by the next `ensure`)
+PYS=$("$(dirname "$0")/pyversions.sh" from 13) || exit 1
+NEWEST=$("$(dirname "$0")/pyversions.sh" newest) || exit 1
 # a marker written last: a half-made chroot is never taken for a whole one
 STAMP=$DIR/.sonde-ready-v2
 
@@ -58,7 +64,7 @@ do_umount() {
 }
 
 ensure() {
-    [ -f "$STAMP" ] && return 0
+    [ -f "$STAMP" ] && [ -x "$DIR/usr/bin/python$NEWEST" ] && return 0
     [ "$(id -u)" = 0 ] || die "not created: needs root (debootstrap, chroot)"
     command -v debootstrap >/dev/null 2>&1 || {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1 \
@@ -68,7 +74,7 @@ ensure() {
     }
     local pkgs="gcc,make,libc6-dev,libcjson-dev,zlib1g-dev,libcurl4-openssl-dev,ca-certificates" v
     for v in $PYS; do pkgs="$pkgs,python$v,python$v-dev"; done
-    if [ ! -x "$DIR/usr/bin/python3.15" ]; then
+    if [ ! -x "$DIR/usr/bin/python$NEWEST" ]; then
         rm -rf "$DIR"
         mkdir -p "$(dirname "$DIR")"
         echo "sonde chroot: creating $DIR from $(mirror) (once; about 90 s)" >&2
@@ -99,11 +105,12 @@ case "${1:-}" in
     mount) [ -f "$STAMP" ] || die "no chroot at $DIR (run: tools/chroot.sh ensure)"; do_mount ;;
     umount) do_umount ;;
     path) echo "$DIR" ;;
+    pythons) echo "$PYS" ;;
     run)
         shift
         [ -f "$STAMP" ] || die "no chroot at $DIR (run: tools/chroot.sh ensure)"
         do_mount && bind_tree || die "cannot mount /proc, /dev and $TREE in $DIR"
         chroot "$DIR" sh -c "cd '$TREE' && $*"
         ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -14,8 +14,7 @@
 # the first found serves both. Nothing printed is not an error; names that
 # do not run are skipped silently (the Makefile reports the primary one).
 cd "$(dirname "$0")/.." || exit 1
-min=$(sed -n 's/^#define SONDE_PY_MINOR_MIN \([0-9]*\)$/\1/p' src/pyread/pyversions.h)
-max=$(sed -n 's/^#define SONDE_PY_MINOR_MAX \([0-9]*\)$/\1/p' src/pyread/pyversions.h)
+min=$(tools/pyversions.sh min) && max=$(tools/pyversions.sh max) || exit 1
 
 candidates() {
     if [ $# -gt 0 ]; then

@@ -53,6 +53,13 @@ def _version():
     return found.group(1)
 
 
+def _oldest_python():
+    """"3.8": the oldest CPython sonde supports (src/pyread/pyversions.h,
+    through its reader for scripts, tools/pyversions.sh)."""
+    return subprocess.run([os.path.join(ROOT, "tools", "pyversions.sh"), "oldest"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def _tag():
     """The wheel's tag for this interpreter: cp312-cp312-linux_x86_64 (the
     extension module, the shim and the command are this machine's code)."""
@@ -71,7 +78,7 @@ def _metadata_files():
     """The dist-info's files but RECORD: {name: bytes}."""
     version = _version()
     metadata = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\n"
-                "Requires-Python: >=3.8\n" % (NAME, version, SUMMARY))
+                "Requires-Python: >=%s\n" % (NAME, version, SUMMARY, _oldest_python()))
     wheel = ("Wheel-Version: 1.0\nGenerator: sonde_backend %s\nRoot-Is-Purelib: false\nTag: %s\n"
              % (version, _tag()))
     files = {"METADATA": metadata.encode(), "WHEEL": wheel.encode()}

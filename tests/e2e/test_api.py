@@ -16,6 +16,8 @@ import accuracy
 from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most
 from support import check, file_entry, lines_by_no, line_total, marked_lines
 
+VERSIONS = "all: the in-process sampler started and stopped from Python"
+
 # Systematic allowances (percentage points):
 # - a block that is all the script's time between start() and stop(), by
 #   construction: the first and last ticks (sonde's own start and stop

@@ -37,6 +37,8 @@ import accuracy  # noqa: E402
 from accuracy import (need_samples, samples_to_catch, share_at_least, share_at_most,  # noqa: E402
                       share_near, shares_close)
 
+VERSIONS = "all: attach reads each interpreter's memory through its version's layout"
+
 # Systematic allowances (percentage points):
 # - a function or line that is all of one thing by construction (hot()
 #   is the only code running; a pure loop, one C call, a blocked call):

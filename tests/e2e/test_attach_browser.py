@@ -3,7 +3,7 @@ via tests/browser/flamegraph_svg.test.js): hover, zoom, search, offline,
 and a function and file whose names are markup render as text.
 
 Needs node, /usr/bin/chromium and tests/browser/node_modules, as
-test_html.py does (SONDE_SKIP_BROWSER=1 skips it). Runs once (ONCE): the
+test_html.py does (SONDE_SKIP_BROWSER=1 skips it). Runs once (VERSIONS): the
 SVG does not depend on the interpreter.
 """
 import json
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from attach_support import parse_svg, sonde_ok  # noqa: E402
 from support import Skip, check, outside_env  # noqa: E402
 
-ONCE = True
+VERSIONS = "once: the SVG flame graph in a browser does not depend on the interpreter"
 
 DRIVER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "browser")
 DRIVER = os.path.join(DRIVER_DIR, "flamegraph_svg.test.js")

@@ -1,8 +1,9 @@
-"""The host's sonde reads Debian unstable's CPython 3.14 and 3.15 running in
-the chroot of tools/chroot.sh (issue 11, item 5): `dump` names the thread's
+"""The host's sonde reads Debian unstable's CPython running in the chroot of
+tools/chroot.sh, each of its versions (3.13 to the newest supported:
+pythons.chroot_versions) (issue 11, item 5): `dump` names the thread's
 functions and `attach` records stacks with them. The target's files are
 opened through /proc/PID/root or, for a chroot in our own mount namespace,
-under the paths /proc/PID/maps gives. Host side only (ONCE): the command is
+under the paths /proc/PID/maps gives. Host side only (VERSIONS): the command is
 the host's build whatever the interpreter under test.
 
 Issue #32: the worker's share of the recording goes through
@@ -19,10 +20,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import parse_folded  # noqa: E402
 from support import Skip, check, outside_env  # noqa: E402
+import pythons  # noqa: E402
 import accuracy  # noqa: E402
 from accuracy import need_samples, samples_to_catch, share_at_least  # noqa: E402
 
-ONCE = True
+VERSIONS = ("once: the host's command reads the chroot's interpreters, whatever the interpreter "
+            "under test")
 
 # Systematic allowance (percentage points) of the worker's share, all the
 # target runs by construction: the first or last tick of the recording (the
@@ -74,7 +77,7 @@ def _in_chroot(env, tool, version):
 def test_dump_and_attach_chroot_pythons(env):
     tool = _chroot(env)
     notes = []
-    for version in ("3.14", "3.15"):
+    for version in pythons.chroot_versions():
         proc, pid = _in_chroot(env, tool, version)
         try:
             dump = env.run_sonde(["dump", str(pid)])

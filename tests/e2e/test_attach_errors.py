@@ -1,6 +1,6 @@
 """Errors of sonde attach / record / dump: each is one clear line and a
 non-zero exit (issue #4, item 5). The messages do not depend on the
-interpreter, so these run once (ONCE); a target that exits mid-recording
+interpreter, so these run once (VERSIONS); a target that exits mid-recording
 and Ctrl-C are tested per interpreter in test_attach.py."""
 import os
 import shutil
@@ -14,7 +14,7 @@ import pythons  # noqa: E402
 from attach_support import Target, program  # noqa: E402
 from support import Skip, check, outside_env  # noqa: E402
 
-ONCE = True
+VERSIONS = "once: the command's error messages do not depend on the interpreter"
 
 
 def _one_error_line(proc, *needles):

@@ -22,6 +22,9 @@ from support import check  # noqa: E402
 import accuracy  # noqa: E402
 from accuracy import need_samples, samples_to_catch, share_at_least  # noqa: E402
 
+VERSIONS = ("tiers: the writers of attach's outputs, read back strictly (attach's reading of each "
+            "interpreter is test_attach's)")
+
 OUTPUTS = ("flame.svg", "stacks.folded", "profile.speedscope.json", "report.json", "report.txt")
 
 # Systematic allowance (percentage points) of hot()'s share, all the target

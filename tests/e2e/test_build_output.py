@@ -1,7 +1,7 @@
 """Quiet builds: `make` prints one line per step ("CC src/x.c") unless V=1
 (every command in full) and nothing with -s; `make demo` builds only what
 the demo needs and names the HTML report on its last line; one build holds
-a module for each of several interpreters. Runs once (ONCE): it checks the
+a module for each of several interpreters. Runs once (VERSIONS): it checks the
 Makefile, not an interpreter."""
 import json
 import os
@@ -10,7 +10,7 @@ import subprocess
 import pythons
 from support import Skip, check, outside_env
 
-ONCE = True
+VERSIONS = "once: it checks the Makefile, not an interpreter"
 NOT_WITH_CC = "it checks the Makefile with make's default compiler (the gcc run does)"
 
 

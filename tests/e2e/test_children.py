@@ -11,6 +11,9 @@ import accuracy
 from accuracy import bytes_near
 from support import check, concurrently, lines_by_no, marked_lines
 
+VERSIONS = ("all: children followed through the interpreter's fork hooks, multiprocessing's start "
+            "methods and exec")
+
 # Issue #32: test_pool_start_methods's shares go through tests/accuracy.py.
 # Systematic allowances: the workers' line against their measured CPU time
 # (relative): each process's first tick, taken before its line runs, and the

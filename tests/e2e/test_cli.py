@@ -3,7 +3,7 @@ import os
 
 from support import check
 
-ONCE = True
+VERSIONS = "once: the command's help, version and one-line errors"
 
 
 def _one_line_error(proc, *words):

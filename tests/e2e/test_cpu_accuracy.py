@@ -42,6 +42,8 @@ import accuracy
 from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most, share_near, shares_close
 from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
+VERSIONS = "all: CPU attribution is the in-process sampler's frame walk and the native rule"
+
 # tests/run.py --sanitize skips this module: it measures CPU attribution
 # against the program's own clocks, for about 5 minutes under ASan on one
 # interpreter, and ASan's slower sampler changes what it measures.
@@ -469,3 +471,8 @@ def test_thread_and_system_time_under_load(env):
         with _condition("busy") as kw:
             notes.append("%s: %s" % (name, run(env, kw)))
     return "; ".join(notes)
+
+
+test_thread_and_system_time_under_load.versions = ("tiers: the loaded (busy-CPU) condition, which "
+                                                   "the accuracy tests run on these three only "
+                                                   "(support.loaded_runs_here)")

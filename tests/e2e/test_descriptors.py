@@ -26,6 +26,9 @@ import subprocess
 
 from support import check
 
+VERSIONS = ("tiers: sonde's own descriptors are the launcher's, the sampler's and the shim's C "
+            "code (the truth, plain python, runs on the same interpreter)")
+
 CLOSERANGE = """
     import os
     import sys

@@ -13,6 +13,8 @@ import stat
 from support import check, concurrently, lines_by_no, marked_lines
 from trace_support import load_stats
 
+VERSIONS = "all: the exec hooks and the profile written across os.exec*"
+
 # The new program reports what it inherited: open descriptors (with what
 # they are) and any variable of sonde's; its exit status is its own.
 CHILD = ("import os; fds = os.listdir('/proc/self/fd'); "

@@ -4,7 +4,7 @@ profile per period to a rotated directory and to a Pyroscope-compatible
 every payload (the multipart form, gzip, then the pprof protobuf with a
 small parser below, or the JSON report before the registry has pprof). The
 directory of periods (--period-dir) is the ground truth of which periods
-there were. Runs once (ONCE): the sampler is the attach reader's, tested on
+there were. Runs once (VERSIONS): the sampler is the attach reader's, tested on
 every interpreter elsewhere; this is the transport."""
 import email.parser
 import email.policy
@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from attach_support import Target, program  # noqa: E402
 from support import check  # noqa: E402
 
-ONCE = True
+VERSIONS = ("once: the transport of continuous profiles (the sampler is attach's, tested on every "
+            "interpreter)")
 
 NAME_RE = re.compile(r"^sonde-(\d{13})-(\d{13})\.(.+)$")
 

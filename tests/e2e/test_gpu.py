@@ -13,6 +13,8 @@ import os
 
 from support import Skip, check, concurrently, lines_by_no, marked_lines
 
+VERSIONS = "tiers: the NVML reader and the GPU figures are C code the same everywhere"
+
 # Lines are given this long after each change of figures before they run:
 # the reader polls NVML every 20 ms (gpu.c, GPU_POLL_MIN_NS).
 SETTLE_SEC = 0.2
@@ -377,3 +379,7 @@ spin_hot(0.6)
           % nvml_log(env, pids=True))
     check(len(prof["processes"]) == 2 and nvml_log(env).count("init") == 2,
           "the forked child: %r %r" % (prof["processes"], nvml_log(env, pids=True)))
+
+
+test_gpu_reader_paused_around_fork.versions = ("all: the reader stopped around os.fork, whose "
+                                               "hooks (and 3.12+'s warning) are the interpreter's")

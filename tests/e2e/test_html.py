@@ -23,7 +23,7 @@ import time
 
 from support import Skip, check, outside_env
 
-ONCE = True
+VERSIONS = "once: the HTML report in a browser, from JSON"
 
 DRIVER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "browser")
 DRIVER = os.path.join(DRIVER_DIR, "html_report.test.js")

@@ -2,7 +2,7 @@
 environment (pyenv's 3.12 and Debian's python3), then `sonde run` and
 `python -m sonde run` with the venv activated profile a program that
 imports a package only the venv holds, and `pip uninstall` removes it all;
-`make install DESTDIR=... PREFIX=...` for packagers. Runs once (ONCE): it
+`make install DESTDIR=... PREFIX=...` for packagers. Runs once (VERSIONS): it
 checks the packaging, not an interpreter.
 
 To stay well under a minute, the two pip installs share one build
@@ -17,7 +17,7 @@ import subprocess
 
 from support import Skip, check, lines_by_no, line_total, marked_lines, outside_env
 
-ONCE = True
+VERSIONS = "once: the packaging (it installs for pyenv's 3.12 and Debian's python3 itself)"
 NOT_WITH_CC = "it builds sonde with make's default compiler itself (checked by the gcc run)"
 NO_SANITIZER = "it builds and installs sonde without sanitizers"
 

@@ -7,6 +7,8 @@ import subprocess
 
 from support import Skip, check
 
+VERSIONS = "tiers: which interpreter `sonde run` starts is the command's choice"
+
 PROBE = r'''
 import json, sys
 import sonde_venv_only

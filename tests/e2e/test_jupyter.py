@@ -24,6 +24,8 @@ import accuracy
 from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most
 from support import Skip, check, outside_env
 
+VERSIONS = "all: cells compiled as IPython does, profiled by the in-process sampler"
+
 # Systematic allowances (percentage points):
 # - the hot line of a cell that is its loop, by construction (its Python
 #   and native share): the cell's other lines (the import, the def, the

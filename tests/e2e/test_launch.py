@@ -18,6 +18,8 @@ import accuracy
 from accuracy import need_samples, samples_to_catch, share_at_least
 from support import check, file_entry, line_total, lines_by_no, marked_lines
 
+VERSIONS = "all: the start-up through sitecustomize, and what the program sees of it"
+
 # Systematic allowances (percentage points) of a loop that is all the
 # program runs, by construction:
 # - SIGTERM: the first and last ticks (the lines before the loop, the exit

@@ -17,6 +17,8 @@ from accuracy import check as holds, need_samples, samples_to_catch, share_at_le
 from accuracy import MIB, byte_unit, bytes_near, copy_near, count_at_most
 from support import check, lines_by_no, marked_lines
 
+VERSIONS = "all: the allocator domains' hooks and the lines they charge"
+
 
 def _profile(env, name, source, args=(), options=()):
     script = env.write(name, source)

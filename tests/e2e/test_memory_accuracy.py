@@ -29,6 +29,9 @@ from accuracy import check as holds, need_samples, samples_to_catch, share_at_le
 from accuracy import MIB, byte_unit, bytes_near, count_at_most
 from support import check, lines_by_no, marked_lines
 
+VERSIONS = ("tiers: the byte-sampling estimator is C code the same everywhere (which allocations "
+            "reach the hooks, and their lines, are test_memory's, on every interpreter)")
+
 
 def _profile(env, name, source, args=(), options=()):
     script = env.write(name, source)
@@ -278,6 +281,10 @@ def test_memory_accuracy_small_objects(env):
                             0.75, mean=SMALL_SAMPLE))
     notes.append(holds(count_at_most("drop live MB", drop["n_live_mb"], unit, 8.0)))
     return "; ".join(notes)
+
+
+test_memory_accuracy_small_objects.versions = ("all: small objects come from the interpreter's "
+                                               "object allocator, whose use differs by version")
 
 
 # ---- a 512 MiB numpy array, touched or not ----------------------------------------------

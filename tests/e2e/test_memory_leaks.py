@@ -11,6 +11,9 @@ from accuracy import check as holds
 from accuracy import bytes_near
 from support import check, file_entry, marked_lines
 
+VERSIONS = ("tiers: the leak detector works on the samples (the hooks that take them are "
+            "test_memory's)")
+
 LEAK_ONLY = """
     import time
 

@@ -17,6 +17,8 @@ import subprocess
 from accuracy import bytes_near
 from support import check, file_entry, lines_by_no, marked_lines
 
+VERSIONS = "tiers: what --memory reports and its options"
+
 TRANSPARENT = """
     import os
     import subprocess
@@ -94,6 +96,10 @@ def test_memory_program_unchanged(env):
     with open(out, encoding="utf-8") as f:
         prof = json.load(f)
     check(prof.get("memory") is True, "no memory profile written")
+
+
+test_memory_program_unchanged.versions = ("all: forks, threads, a pool and subprocess under the "
+                                          "shim, as the interpreter does them")
 
 
 def test_memory_reports_only_with_memory(env):
@@ -260,3 +266,6 @@ def test_memory_shim_active(env):
     # its blocks unseen (caught from about 100 samples).
     notes = [bytes_near("%s MB" % mark, mb, 1 << 20, 64, 0.01, 0.5) for mark, mb in got.items()]
     return "%s; %s" % ("; ".join(notes), first)
+
+
+test_memory_shim_active.versions = "all: the shim is the malloc that this interpreter's build calls"

@@ -12,7 +12,7 @@ field (numbers within the rounding the format applies: 4 decimals for
 percentages and MB, 6 for seconds). Bad input gives one line "sonde: ...",
 a non-zero exit and no output file.
 
-Runs once (ONCE): merge is the command's C code; the profiles it reads
+Runs once (VERSIONS): merge is the command's C code; the profiles it reads
 come from one interpreter.
 """
 import json
@@ -20,7 +20,7 @@ import os
 
 from support import check, file_entry, marked_lines
 
-ONCE = True
+VERSIONS = "once: merge is the command's C code"
 
 SCRIPT = """\
 import sys, time

@@ -13,6 +13,8 @@ import subprocess
 
 from support import Skip, check
 
+VERSIONS = "all: each interpreter's own extension module"
+
 # Name prefixes of functions that only the command may define: the
 # dispatcher (src/cli/), the attach reader (src/attach/), and the prim
 # handles of another process's threads that only the attach reader uses.

@@ -13,7 +13,7 @@ directory that goes away while the program runs gives one message. The
 profiled program's stdout and exit status are compared with plain
 python's each time.
 
-Runs once (ONCE): the file service (src/core/file.c) is the same C code in
+Runs once (VERSIONS): the file service (src/core/file.c) is the same C code in
 the command and in every interpreter's module; test_report_cli.py's stream
 test runs on every interpreter.
 """
@@ -28,7 +28,7 @@ import time
 
 from support import check
 
-ONCE = True
+VERSIONS = "once: the file service is the same C code whatever the interpreter"
 
 PROGRAM = """\
 import sys, time

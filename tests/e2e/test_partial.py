@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from attach_support import Target, load_json, parse_folded, sonde_ok  # noqa: E402
 from support import check  # noqa: E402
 
+VERSIONS = "all: the depth limit of the in-process sampler's and attach's frame walks"
+
 PARTIAL_KEYS = {"failed_reads", "dropped_samples", "threads_left_out", "frames_left_out",
                 "processes_lost", "processes_running"}
 DEPTH_LIMIT = 256  # SONDE_STACK_MAX_DEPTH (src/sample/sample.h)
@@ -101,6 +103,10 @@ def test_complete_run_has_zero_partial(env):
     check("partial profile" not in text.stderr, "text report says partial:\n%s" % text.stderr)
 
 
+test_complete_run_has_zero_partial.versions = ("tiers: the JSON report's partial object of a "
+                                               "complete run")
+
+
 def test_run_deep_stack_frames_left_out(env):
     script = env.write("deep.py", DEEP)
     proc, prof = env.profile(script, ["0.6"], ["--stacks"])
@@ -151,6 +157,9 @@ def test_partial_is_documented(env):
         text = f.read()
     for key in sorted(PARTIAL_KEYS) + ["partial"]:
         check("`%s`" % key in text, "docs/json-format.md does not document %r" % key)
+
+
+test_partial_is_documented.versions = "tiers: the documentation of partial profiles"
 
 
 # Starts argv[1] threads that wait on an event, writes how many threads

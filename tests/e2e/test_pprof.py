@@ -24,6 +24,8 @@ from attach_support import Target, load_json, program, sonde_ok  # noqa: E402
 from support import check, file_entry, lines_by_no, marked_lines  # noqa: E402
 import accuracy  # noqa: E402
 
+VERSIONS = "tiers: the pprof writer, read back by go tool pprof"
+
 # test_stack_kinds_follow_lines (issue #32): the product line is all C by
 # construction; the native rule's per-sample misclassification and the
 # inner loop's own bytecode are allowed this much (points).
@@ -466,3 +468,7 @@ def test_stack_kinds_follow_lines(env):
                 "the product's stacks native", stack_native, line["n_samples"], 100,
                 KINDS_ALLOWANCE)))
     return "; ".join(shares)
+
+
+test_stack_kinds_follow_lines.versions = ("all: the stacks' Python/native split is the native "
+                                          "rule's, which reads the interpreter's frames")

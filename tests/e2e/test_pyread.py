@@ -9,6 +9,8 @@ import time
 
 from support import check
 
+VERSIONS = "all: src/pyread against each interpreter's line tables, code objects and stacks"
+
 
 def _pipe(env, script, binary):
     producer = subprocess.run([env.python, os.path.join(env.root, "tests", "pyread", script)],

@@ -9,6 +9,9 @@ import re
 
 from support import Skip, check, file_entry, line_total, marked_lines
 
+VERSIONS = ("tiers: the plugin is Python code over sonde.start/stop and spans (the sampler is "
+            "test_api's and test_cpu_accuracy's)")
+
 SLOW_SEC = 1.0
 MEDIUM_SEC = 0.3
 

@@ -4,7 +4,7 @@ becomes the interpreter); a SIGINT sent to the process group reaches the
 command once, as it would without sonde; and the closing line says
 "written" only of a report that was. Every figure is compared with the
 same program under plain python. The behaviour is the command's, not the
-interpreter's, so these run once (ONCE)."""
+interpreter's, so these run once (VERSIONS)."""
 import os
 import signal
 import subprocess
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from support import check  # noqa: E402
 
-ONCE = True
+VERSIONS = "once: how record ends is the command's behaviour, not the interpreter's"
 
 # Runs a moment (so that record reads it), then ends by the signal named
 # in argv[1], sent to itself.

@@ -6,6 +6,8 @@ import subprocess
 
 from support import check, file_entry, lines_by_no, line_total, marked_lines
 
+VERSIONS = "tiers: which files the report shows, thresholds, colour, width, formats and options"
+
 # json.loads runs long enough (10 rounds, ~0.1 s) that a loaded machine
 # still takes samples inside the json package
 LIBPROG = """\
@@ -29,6 +31,10 @@ def test_stdlib_time_is_charged_to_caller(env):
         check(os.path.realpath(path) == os.path.realpath(script), "unexpected file %s" % path)
     lines = lines_by_no(prof, script)
     check(marked_lines(script)["stdlib"] in lines, "json.loads time not charged to the calling line")
+
+
+test_stdlib_time_is_charged_to_caller.versions = ("all: charging the standard library's time to "
+                                                  "its caller walks the interpreter's frames")
 
 
 def test_profile_all_and_only(env):

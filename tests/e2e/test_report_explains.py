@@ -9,6 +9,9 @@ import time
 
 from support import check
 
+VERSIONS = ("tiers: what the reports say of time outside the profiled files, and record's file "
+            "options")
+
 # Almost all of its time in the standard library: a ThreadPoolExecutor
 # worker, whose frames are all the stdlib's, runs json's encoder for about
 # argv[1] seconds (as many calls as one call's time says: 3.15's encoder is
@@ -64,6 +67,10 @@ def test_failed_before_first_sample(env):
     quick = env.run_sonde(["run", "-c", "pass"])
     check(quick.returncode == 0 and "less than one sampling interval" in quick.stderr
           and "failed" not in quick.stderr, quick.stderr)
+
+
+test_failed_before_first_sample.versions = ("all: how the program failed comes from the "
+                                            "interpreter's exit")
 
 
 def test_time_outside_names_the_options(env):

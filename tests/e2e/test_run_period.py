@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import check, marked_lines  # noqa: E402
 from test_fleet import NAME_RE, Receiver, parse_protobuf  # noqa: E402
 
+VERSIONS = "tiers: periods, their hand-over, the collector's merge, pprof and uploads"
+
 # Phase A on the parent's line @a, then phase B in a child process on line
 # @b; each process measures its CPU time and the wall-clock span of its
 # phase (the truth), and the parent prints them as JSON.
@@ -429,3 +431,7 @@ def test_run_period_failed_exec(env):
               "line %s: %.3f s over the periods, %.3f s measured" % (mark, total, truth[mark]))
         notes.append("%s %.3f/%.3f s" % (mark, total, truth[mark]))
     return "%d periods; %s" % (len(periods), ", ".join(notes))
+
+
+test_run_period_failed_exec.versions = ("all: an os.execv that fails goes through the exec hooks "
+                                        "(test_exec)")

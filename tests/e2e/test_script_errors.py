@@ -10,6 +10,8 @@ import os
 
 from support import check
 
+VERSIONS = "all: each interpreter words and runs these errors its own way"
+
 SCRIPTS = {
     "syntax.py": b"print('before')\ndef broken(:\n    pass\n",
     "indent.py": b"print('before')\n\tif x:\n",

@@ -14,6 +14,8 @@ import time
 from support import check, lines_by_no, marked_lines
 from trace_support import load_stats
 
+VERSIONS = "all: sonde's signal handlers beside the interpreter's, from start-up to exit"
+
 PROGRAM = """\
     import sys, time
     def step(n):

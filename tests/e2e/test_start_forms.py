@@ -9,6 +9,9 @@ import subprocess
 
 from support import check, line_total
 
+VERSIONS = ("all: how the interpreter starts -c, stdin, directories and zip apps, through sonde's "
+            "start-up")
+
 PROBE = r'''import json, sys, time
 def spin(seconds):
     end = time.perf_counter() + seconds

@@ -15,6 +15,8 @@ from support import check, outside_env
 from trace_support import (check_times, compare_counts, cprofile_stats, function_key,
                            interpreters, load_stats, parse_report, program, trace_stats)
 
+VERSIONS = "all: trace's hooks (sys.monitoring from 3.12, setprofile before) against each cProfile"
+
 
 def _same_counts_as_cprofile(env, name):
     script = program(name)

@@ -8,6 +8,8 @@ import json
 
 from support import check
 
+VERSIONS = "all: sonde.Profile against each interpreter's cProfile.Profile and pstats"
+
 
 def _run(env, code, timeout=300):
     script = env.write("api_%d.py" % abs(hash(code)), code)

@@ -11,6 +11,8 @@ import json
 from support import check
 from trace_support import check_times, cprofile_stats, function_key, program, trace_stats
 
+VERSIONS = "all: threads under trace's hooks, which differ by version"
+
 DEPTH, ROUNDS, THREADS = 12, 40, 4
 
 

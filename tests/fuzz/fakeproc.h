@@ -32,6 +32,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Every supported minor version, oldest first (src/pyread/pyversions.h):
+ * the versions the targets choose from and write seeds for. */
+#define FAKE_MINOR_ENTRY(minor) minor,
+static const int fake_minors[] = {SONDE_PY_VERSIONS(FAKE_MINOR_ENTRY)};
+#define FAKE_MINORS ((int)SONDE_ARRAY_LEN(fake_minors))
+
 #define FAKE_BASE 0x10000000ull /* where the memory image starts */
 #define FAKE_PID 1              /* a pid that exists (kill(pid, 0) is not ESRCH) */
 

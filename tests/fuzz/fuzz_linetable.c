@@ -2,16 +2,19 @@
  * version (src/pyread/linetable.c), which the reader copies out of the
  * profiled process's code objects.
  *
- * Input: one byte choosing the format (3.8 to 3.15, and the versions
- * outside the range: 3.6/3.7 co_lnotab, others no table), a 32-bit firstlineno, then the table. Checked: a lookup at
- * any offset returns -1 or a line >= 0, never reads outside the table
- * (ASan: the table is a heap copy of exactly its length), and, for tables
+ * Input: one byte choosing the format (the supported versions,
+ * src/pyread/pyversions.h, and minor versions 0 to 15 whether supported
+ * or not: 3.6/3.7 co_lnotab, those outside the range no table), a 32-bit
+ * firstlineno, then the table. Checked: a lookup at any offset returns -1
+ * or a line >= 0, never reads outside the table (ASan: the table is a heap
+ * copy of exactly its length), and, for tables
  * CPython itself decodes without reading past their end, the same line as
  * an independent decoder written after CPython's own loops
  * (Objects/codeobject.c: PyCode_Addr2Line of 3.8/3.9, the 3.10 address
  * ranges, the 3.11+ location entries with scan_varint and advance).
  */
 #include "pyread/pyread.h"
+#include "pyread/pyversions.h"
 
 #include "fuzz.h"
 
@@ -20,6 +23,7 @@
 #define FUZZ_TABLE_MAX 1024 /* bytes of a table */
 #define FUZZ_LOOKUPS 256    /* offsets looked up per input */
 #define FUZZ_RANGES (FUZZ_TABLE_MAX + 1)
+#define FUZZ_MINORS (SONDE_PY_MINOR_MAX - SONDE_PY_MINOR_MIN + 1) /* supported */
 
 /* An address range of the reference decoder: [start, end) has line. */
 struct ref_range {
@@ -114,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct ref_range ranges[FUZZ_RANGES];
     fuzz_cursor_t c = fuzz_cursor(data, size);
     int selector = (int)fuzz_uint(&c, 1);
-    int minor = selector < 240 ? 8 + selector % 8 : selector - 240; /* 0..15: outside too */
+    int minor = selector < 240 ? SONDE_PY_MINOR_MIN + selector % FUZZ_MINORS
+                               : selector - 240; /* 0..15: outside too */
     int first = (int)(int32_t)fuzz_uint(&c, 4);
     size_t len = 0;
     const uint8_t *bytes = fuzz_bytes(&c, FUZZ_TABLE_MAX, &len);
@@ -125,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int n_ranges = -1;
     bool lnotab = minor >= 6 && minor <= 9; /* 3.6 and 3.7 wrote co_lnotab too */
     if (minor == 10) n_ranges = ref_ranges_310(table, len, first, ranges);
-    if (minor >= 11 && minor <= 15) n_ranges = ref_ranges_311(table, len, first, ranges);
+    if (minor >= 11 && minor <= SONDE_PY_MINOR_MAX)
+        n_ranges = ref_ranges_311(table, len, first, ranges);
     int64_t span = n_ranges > 0 ? ranges[n_ranges - 1].end : 0;
     if (lnotab)
         for (size_t i = 0; i + 1 < len; i += 2)
@@ -139,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t want = -2; /* no reference */
         if (lnotab) want = ref_lnotab(table, len, first, offset);
         if (n_ranges >= 0) want = ref_in_ranges(ranges, n_ranges, offset);
-        if (minor < 6 || minor > 15) want = -1;
+        if (minor < 6 || minor > SONDE_PY_MINOR_MAX) want = -1;
         if (want == -2) continue;
         if (want < 0 || want > INT_MAX) want = -1; /* sonde: no line */
         fuzz_assert(got == want, "3.%d, firstlineno %d, offset %u: line %d, CPython's loop %lld",

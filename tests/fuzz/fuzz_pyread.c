@@ -4,7 +4,8 @@
  * (src/sample/walk.c), fed a hostile memory snapshot, then the report
  * writers fed what they read.
  *
- * Input: one byte choosing the version (3.8 + n % 8), one byte of flags,
+ * Input: one byte choosing the version (the n % count-th supported one,
+ * oldest first: 3.8 + n % 8 today), one byte of flags,
  * the address of PyCode_Type (8 bytes), then the process's memory, served
  * at FAKE_BASE (fakeproc.h), where _PyRuntime starts. Flags: bit 0 the
  * code type is known (else learnt from its tp_name, as attach does when
@@ -49,8 +50,6 @@
 #define FLAG_SNAPSHOT 2
 #define FLAG_TID_OFFSET 4
 #define FLAG_PROFILE_ALL 8
-
-static const int fuzz_minors[] = {8, 9, 10, 11, 12, 13, 14, 15};
 
 static bool valid_utf8(const char *s)
 {
@@ -356,7 +355,7 @@ static void fuzz_threads(sonde_pyproc_t *proc, uint64_t code_type, uint8_t flags
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_cursor_t c = fuzz_cursor(data, size);
-    int minor = fuzz_minors[fuzz_uint(&c, 1) % 8];
+    int minor = fake_minors[fuzz_uint(&c, 1) % FAKE_MINORS];
     uint8_t flags = (uint8_t)fuzz_uint(&c, 1);
     uint64_t code_type = fuzz_uint(&c, 8);
     size_t len = 0;
@@ -394,12 +393,12 @@ static void write_seeds(const char *dir)
                                                        FLAG_TID_OFFSET | FLAG_PROFILE_ALL,
                                                        FLAG_CODE_TYPE, FLAG_CODE_TYPE};
     static const char *const variant_names[FAKE_WORLDS] = {"plain", "strings", "deep", "starting"};
-    for (size_t v = 0; v < SONDE_ARRAY_LEN(fuzz_minors); v++) {
-        const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, fuzz_minors[v]);
+    for (size_t v = 0; v < SONDE_ARRAY_LEN(fake_minors); v++) {
+        const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, fake_minors[v]);
         for (int variant = 0; variant < FAKE_WORLDS; variant++) {
             /* ~30 KB each: one per frame model is enough */
-            if (variant == FAKE_WORLD_DEEP && fuzz_minors[v] != 10 && fuzz_minors[v] != 12 &&
-                fuzz_minors[v] != 14)
+            if (variant == FAKE_WORLD_DEEP && fake_minors[v] != 10 && fake_minors[v] != 12 &&
+                fake_minors[v] != 14)
                 continue;
             fake_image_t img = {NULL, 0, 0};
             size_t code_type = fake_world(&img, off, variant);
@@ -411,7 +410,7 @@ static void write_seeds(const char *dir)
             memcpy(seed + 2, &type_addr, 8);
             memcpy(seed + FUZZ_HEADER, img.bytes, img.len);
             char name[64];
-            snprintf(name, sizeof name, "3.%d-%s", fuzz_minors[v], variant_names[variant]);
+            snprintf(name, sizeof name, "3.%d-%s", fake_minors[v], variant_names[variant]);
             fake_write_seed(dir, name, seed, FUZZ_HEADER + img.len);
             free(seed);
             free(img.bytes);

@@ -27,8 +27,6 @@
 
 #define FUZZ_MAX_THREADS 8
 
-static const int fuzz_minors[] = {8, 9, 10, 11, 12, 13, 14, 15};
-
 /* Descriptors of this process open on the fake process's files (the
  * memory files fakeproc.h hands out for maps and the ELF file). */
 static int count_fake_fds(void)
@@ -175,8 +173,8 @@ static void write_seeds(const char *dir)
 {
     /* mapped where _PyRuntime (FAKE_RUNTIME_VADDR) lands on FAKE_BASE */
     unsigned long long base = FAKE_BASE - FAKE_RUNTIME_VADDR;
-    for (size_t v = 0; v < SONDE_ARRAY_LEN(fuzz_minors); v++) {
-        int minor = fuzz_minors[v];
+    for (size_t v = 0; v < SONDE_ARRAY_LEN(fake_minors); v++) {
+        int minor = fake_minors[v];
         const sonde_pyoffsets_t *off = sonde_pyoffsets_find(3, minor);
         fake_image_t mem = {NULL, 0, 0};
         fake_world(&mem, off, FAKE_WORLD_PLAIN);
@@ -195,7 +193,7 @@ static void write_seeds(const char *dir)
                  base, base + 0x10000, exe, base + 0x20000, base + 0x30000);
         snprintf(name, sizeof name, "3.%d-exe", minor);
         write_seed(dir, name, exe, maps, &spec, &mem);
-        if (minor == 9 || minor == 12 || minor == 15) {
+        if (minor % 3 == 0 || minor == SONDE_PY_MINOR_MAX) { /* a few, the newest among them */
             /* libpython, stripped: .PyRuntime section; no exe link */
             snprintf(maps, sizeof maps,
                      "%llx-%llx r--p 00000000 08:01 42 /usr/bin/python3\n"

@@ -1,10 +1,11 @@
 """code_truth.py — ground truth for tests/unit/test_pyread_code.c.
 
-Runs under any CPython 3.8 to 3.13. Compiles functions full of calls of
-every kind (plain, method, keyword, *args/**kwargs, builtins that 3.11+
-specialises such as len/isinstance/str/type/list.append, class creation,
-300-argument calls that need EXTENDED_ARG), runs them until the adaptive
-interpreter has specialised them, and prints for each code object:
+Runs under any supported CPython (src/pyread/pyversions.h). Compiles
+functions full of calls of every kind (plain, method, keyword,
+*args/**kwargs, builtins that 3.11+ specialises such as
+len/isinstance/str/type/list.append, class creation, 300-argument calls that
+need EXTENDED_ARG), runs them until the adaptive interpreter has specialised
+them, and prints for each code object:
 
     code NAME ADAPTIVE_HEX ORIG_HEX
     expect BITS

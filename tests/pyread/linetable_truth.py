@@ -1,12 +1,13 @@
 """linetable_truth.py — ground truth for tests/unit/test_linetable.c.
 
-Runs under any CPython 3.8 to 3.13. Compiles a set of tricky functions
-(multi-line expressions, loops, try/except, comprehensions, lines without
-code, line jumps over 127 and 255 in both directions, decorators, long
-lines, huge line numbers), and for every code object prints its raw line
-table and, for every instruction offset, the line the interpreter itself
-reports: PyCode_Addr2Line through ctypes (the function behind f_lineno in
-every version), cross-checked with co_lines() on 3.10+.
+Runs under any supported CPython (src/pyread/pyversions.h). Compiles a set
+of tricky functions (multi-line expressions, loops, try/except,
+comprehensions, lines without code, line jumps over 127 and 255 in both
+directions, decorators, long lines, huge line numbers), and for every code
+object prints its raw line table and, for every instruction offset, the line
+the interpreter itself reports: PyCode_Addr2Line through ctypes (the
+function behind f_lineno in every version), cross-checked with co_lines() on
+3.10+.
 
 Output, one record per line, read by the C test on stdin:
     minor N

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh — regenerates src/pyread/pyoffsets_gen.h from the headers of every
 # CPython minor version in src/pyread/pyversions.h (SONDE_PY_MINOR_MIN to
-# SONDE_PY_MINOR_MAX): a pyenv build (/root/.pyenv/versions/3.X.Y, the
+# SONDE_PY_MINOR_MAX, read by tools/pyversions.sh): a pyenv build (/root/.pyenv/versions/3.X.Y, the
 # newest micro) where there is one, else Debian unstable's -dev headers in
 # the chroot of tools/chroot.sh (CHROOT, default /var/cache/sonde/sid-chroot;
 # /usr/include/python3.X there), compiled and run inside it. It checks that
@@ -24,9 +24,7 @@ out=${1:-$root/src/pyread/pyoffsets_gen.h}
 pyenv=${PYENV_VERSIONS:-/root/.pyenv/versions}
 debian_inc=${DEBIAN_PY311_INCLUDE:-/usr/include/python3.11}
 chroot_dir=${CHROOT:-/var/cache/sonde/sid-chroot}
-versions_h=$root/src/pyread/pyversions.h
-minor_min=$(sed -n 's/^#define SONDE_PY_MINOR_MIN \([0-9][0-9]*\)$/\1/p' "$versions_h")
-minor_max=$(sed -n 's/^#define SONDE_PY_MINOR_MAX \([0-9][0-9]*\)$/\1/p' "$versions_h")
+minor_min=$("$root/tools/pyversions.sh" min) && minor_max=$("$root/tools/pyversions.sh" max) || exit 1
 cc=${CC:-gcc}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
