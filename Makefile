@@ -125,7 +125,8 @@ CMD_LDFLAGS   := -Wl,--as-needed
 TRACE_PURE_SRCS := src/trace/pstats_file.c src/trace/pstats_text.c src/trace/pstats_model.c
 # The shared core: no libpython, linked into the extension and the command.
 CORE_SRCS := $(sort $(filter-out $(CMD_ONLY_SRCS),$(wildcard src/core/*.c src/prim/*.c \
-                 src/pyread/*.c src/sample/*.c src/model/*.c src/report/*.c src/launch/*.c)) $(TRACE_PURE_SRCS))
+                 src/pyread/*.c src/sample/*.c src/model/*.c src/handover/*.c src/report/*.c \
+                 src/launch/*.c)) $(TRACE_PURE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # The command-line tool (a separate process; never loads libpython): the
 # dispatcher and the attach reader. The extension links neither;

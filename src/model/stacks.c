@@ -5,7 +5,8 @@
  * attach reader and `sonde run --stacks`; the folded, SVG, speedscope and
  * HTML writers read prof->stacks / prof->frames. Frames and stacks are
  * found through one open-addressed index (hash of the frame's strings and
- * line, or of a stack's thread and frame indices). Plain C, no signal
+ * line, or of a stack's thread and frame indices), a cache built again
+ * from the arrays whenever it does not cover them. Plain C, no signal
  * context.
  */
 #include "model_internal.h"
@@ -74,7 +75,10 @@ static uint64_t stacks_slot_hash(const sonde_profile_t *prof, uint64_t slot)
     return stacks_frame_hash(f->func, f->file, f->line);
 }
 
-/* Makes room for one more entry in the index. Returns 0 or -ENOMEM. */
+/* Makes room for one more entry in the index. The index is built again,
+ * from the frames and stacks, when it grows or when it does not hold them
+ * all (a profile whose arrays were filled without it: one read back from a
+ * hand-over, src/handover/). Returns 0 or -ENOMEM. */
 static int stacks_index_reserve(sonde_profile_t *prof)
 {
     struct sonde_stack_index *ix = prof->stack_index;
@@ -83,20 +87,27 @@ static int stacks_index_reserve(sonde_profile_t *prof)
         if (!ix) return -ENOMEM;
         prof->stack_index = ix;
     }
-    if ((ix->used + 1) * 2 <= ix->cap) return 0;
-    size_t cap = ix->cap ? ix->cap * 2 : 256;
+    size_t entries = prof->n_frames + prof->n_stacks;
+    if (ix->used == entries && (entries + 1) * 2 <= ix->cap) return 0;
+    size_t cap = ix->cap ? ix->cap : 256;
+    while ((entries + 1) * 2 > cap) {
+        if (cap > SIZE_MAX / 2 / sizeof(uint64_t)) return -ENOMEM;
+        cap *= 2;
+    }
     uint64_t *slots = calloc(cap, sizeof *slots);
     if (!slots) return -ENOMEM;
-    for (size_t i = 0; i < ix->cap; i++) {
-        if (!ix->slots[i]) continue;
-        size_t j = stacks_slot_hash(prof, ix->slots[i]) & (cap - 1);
+    for (size_t i = 0; i < entries; i++) {
+        uint64_t slot = i < prof->n_frames ? (uint64_t)(i + 1)
+                                           : STACKS_IS_STACK | (uint64_t)(i - prof->n_frames + 1);
+        size_t j = stacks_slot_hash(prof, slot) & (cap - 1);
         while (slots[j])
             j = (j + 1) & (cap - 1);
-        slots[j] = ix->slots[i];
+        slots[j] = slot;
     }
     free(ix->slots);
     ix->slots = slots;
     ix->cap = cap;
+    ix->used = entries;
     return 0;
 }
 
