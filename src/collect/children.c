@@ -3,11 +3,12 @@
  *
  * Owns: the merge that the program's root process asks for when it ends
  * (src/ext/children.c starts this command in a child the program cannot
- * see end, and waits for it). Its private directory holds the root's
- * profile ("<pid>-root.json") and, for each followed process, "<stem>.live"
- * (".svc" for multiprocessing's forkserver and resource tracker, which end
- * after the root) with "<stem>.json" (its profile) or "<stem>.e<errno>" (it
- * could not write it) beside it. This command waits, at most the run's
+ * see end, and waits for it). Its private directory (src/handover/ names
+ * its files and reads them) holds the root's profile (ROOT_STEM) and, for
+ * each followed process, its live marker (a service marker for
+ * multiprocessing's forkserver and resource tracker, which end after the
+ * root) with its profile or the errno that stopped it (it could not write
+ * it) beside it. This command waits, at most the run's
  * --child-wait, for the followed processes still running that belong to
  * the root's process group and session (a Pool's workers, a subprocess it
  * did not wait for); those of another group or session (a daemon) are not
@@ -38,6 +39,7 @@
 
 #include "../core/buf.h"
 #include "../core/file.h"
+#include "../handover/handover.h"
 #include "../prim/prim.h"
 
 #include <dirent.h>
@@ -51,17 +53,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHILDREN_POLL_NS 5000000L              /* the wait's look again */
-#define CHILDREN_MAX_PROFILE ((size_t)1 << 30) /* a profile file read back, at most */
-#define CHILDREN_MAX_ENTRIES 65536             /* processes listed, at most */
+#define CHILDREN_POLL_NS 5000000L  /* the wait's look again */
+#define CHILDREN_MAX_ENTRIES 65536 /* processes listed, at most */
 
 /* One followed process the directory knows. */
 typedef struct children_entry {
-    char stem[64];
+    char stem[SONDE_HANDOVER_STEM_MAX];
     int pid;
-    bool service; /* ".svc": not waited for, not missed */
-    bool handed;  /* "<stem>.json" is there */
-    int error;    /* "<stem>.e<errno>": it could not write its profile; 0 none */
+    bool service; /* its service marker: not waited for, not missed */
+    bool handed;  /* its profile is there */
+    int error;    /* the errno that stopped its hand-over; 0 none */
 } children_entry_t;
 
 typedef struct children_list {
@@ -79,11 +80,10 @@ static void children_on_signal(int sig)
     children_stop = 1;
 }
 
-static children_entry_t *children_find(children_list_t *list, const char *stem, size_t len)
+static children_entry_t *children_find(children_list_t *list, const sonde_handover_name_t *name)
 {
     for (size_t i = 0; i < list->n; i++)
-        if (strlen(list->items[i].stem) == len && memcmp(list->items[i].stem, stem, len) == 0)
-            return &list->items[i];
+        if (strcmp(list->items[i].stem, name->stem) == 0) return &list->items[i];
     if (list->n == list->cap) {
         if (list->cap >= CHILDREN_MAX_ENTRIES) return NULL;
         size_t cap = list->cap ? list->cap * 2 : 16;
@@ -94,8 +94,8 @@ static children_entry_t *children_find(children_list_t *list, const char *stem, 
     }
     children_entry_t *it = &list->items[list->n++];
     memset(it, 0, sizeof *it);
-    memcpy(it->stem, stem, len);
-    it->pid = atoi(it->stem);
+    memcpy(it->stem, name->stem, sizeof it->stem);
+    it->pid = name->pid;
     return it;
 }
 
@@ -108,20 +108,16 @@ static int children_scan(const char *dir, const char *root_stem, children_list_t
     if (!d) return -errno;
     struct dirent *e;
     while ((e = readdir(d))) {
-        const char *name = e->d_name;
-        const char *dot = strchr(name, '.');
-        size_t len = dot ? (size_t)(dot - name) : 0;
-        if (!dot || len == 0 || len >= sizeof list->items[0].stem) continue;
-        if (strlen(root_stem) == len && memcmp(name, root_stem, len) == 0) continue;
-        bool live = strcmp(dot, ".live") == 0, svc = strcmp(dot, ".svc") == 0;
-        bool json = strcmp(dot, ".json") == 0;
-        int error = dot[1] == 'e' && dot[2] >= '0' && dot[2] <= '9' ? atoi(dot + 2) : 0;
-        if (!live && !svc && !json && !error) continue; /* ".json.tmp", period files */
-        children_entry_t *it = children_find(list, name, len);
+        sonde_handover_name_t name;
+        /* temporary files and period files are not processes' */
+        if (!sonde_handover_parse(e->d_name, &name) || name.kind == SONDE_HANDOVER_PERIOD ||
+            strcmp(name.stem, root_stem) == 0)
+            continue;
+        children_entry_t *it = children_find(list, &name);
         if (!it) continue;
-        it->service |= svc;
-        it->handed |= json;
-        if (error && !it->error) it->error = error;
+        it->service |= name.kind == SONDE_HANDOVER_SERVICE;
+        it->handed |= name.kind == SONDE_HANDOVER_PROFILE;
+        if (name.kind == SONDE_HANDOVER_FAILED && !it->error) it->error = (int)name.number;
     }
     closedir(d);
     return 0;
@@ -185,30 +181,24 @@ static void children_wait(const char *dir, const char *root_stem, pid_t root,
     }
 }
 
-/* Reads "<dir>/<stem>.json" and merges it. Returns 0 or -errno; *err
- * says why when the file is not a profile. */
+/* Reads the profile stem handed over and merges it. Returns 0 or -errno;
+ * *err says why. */
 static int children_load(const char *dir, const char *stem, sonde_profile_t *merged,
                          sonde__collect_parts_t *parts, sonde_profile_t **root_copy, char *err,
                          size_t err_len)
 {
-    sonde_buf_t path = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
+    char path[PATH_MAX];
+    const char *why = NULL;
     sonde_profile_t one;
     sonde_profile_init(&one);
-    sonde_buf_printf(&path, "%s/%s.json", dir, stem);
-    int rc = sonde_buf_error(&path)
-                 ? -ENOMEM
-                 : sonde_buf_read_file(&text, path.data, CHILDREN_MAX_PROFILE, NULL);
-    if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, err_len);
-    if (rc == 0) rc = sonde_profile_merge(merged, &one);
-    if (rc < 0) {
-        sonde_profile_free(&one);
-    } else {
+    int rc = sonde_handover_path(path, sizeof path, dir, stem, SONDE_HANDOVER_PROFILE, 0);
+    if (rc == 0) rc = sonde_handover_take(merged, path, &one, &why);
+    if (rc == 0) {
         size_t at = parts->n;
         sonde__collect_parts_keep(parts, &one);
         if (root_copy && parts->n > at) *root_copy = &parts->items[at];
     }
-    sonde_buf_free(&path);
-    sonde_buf_free(&text);
+    snprintf(err, err_len, "%s", why ? why : rc < 0 ? strerror(-rc) : "");
     return rc;
 }
 

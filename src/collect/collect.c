@@ -2,12 +2,12 @@
  *
  * Owns: the process that stays the program's parent when `sonde run`
  * follows the program's Python processes (the default): its private
- * directory, where every profiled process leaves "<pid>-<ns>.live" at its
- * start and "<pid>-<ns>.json" (its profile, written atomically) at its end
- * (src/ext/session.c); signal forwarding; the wait for the program and for
- * the processes it left running; the merge of the profiles handed over
- * (src/model/merge.c, read back with src/report/json_load.c) into one
- * report; and ending the way the program ended.
+ * directory, where every profiled process leaves its live marker at its
+ * start and its profile (written atomically) at its end (src/ext/session.c;
+ * the names, the format and the merge are src/handover/'s); signal
+ * forwarding; the wait for the program and for the processes it left
+ * running; the merge of the profiles handed over into one report; and
+ * ending the way the program ended.
  *
  * Signals: SIGCHLD and the forwarded signals are blocked and taken with
  * sigtimedwait in the loop; no handler runs. A signal sent to this process
@@ -18,11 +18,11 @@
  * children and it can tell whether any Python one still runs.
  *
  * Continuous profiles (`sonde run --period`): the directory also holds
- * "period", a word this process maps and every profiled process maps
+ * the period word, which this process maps and every profiled process maps
  * read-only (session.c): the number of periods ended. At each period's
  * end the loop counts one more; each process's sampler thread sees it at
  * its next tick and hands what it sampled since the last period over as
- * "<stem>.p<count>.json". Once every running process has (or a short wait
+ * that period's piece. Once every running process has (or a short wait
  * has passed: a late one's profile goes into the next period), the loop
  * merges those and the final profiles of processes that ended, and hands
  * the merge to the command (sonde_collect_out_t.submit), which encodes and
@@ -36,6 +36,7 @@
 
 #include "../core/buf.h"
 #include "../core/file.h"
+#include "../handover/handover.h"
 #include "../model/model.h"
 #include "../prim/prim.h"
 #include "../report/report.h"
@@ -57,8 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define COLLECT_TICK_NS 20000000L             /* the loop's wake-up */
-#define COLLECT_MAX_PROFILE ((size_t)1 << 30) /* a profile file read back, at most */
+#define COLLECT_TICK_NS 20000000L /* the loop's wake-up */
 
 static uint64_t collect_now_ns(void)
 {
@@ -89,11 +89,11 @@ bool sonde__collect_alive(int pid)
     return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
 }
 
-/* The profiles of the directory: names of "<stem>.live" files. */
+/* The profiled processes of the directory: their live markers. */
 typedef struct collect_entry {
-    char stem[64];
+    char stem[SONDE_HANDOVER_STEM_MAX];
     int pid;
-    bool handed; /* "<stem>.json" is there */
+    bool handed; /* its profile is there */
 } collect_entry_t;
 
 typedef struct collect_list {
@@ -101,8 +101,8 @@ typedef struct collect_list {
     size_t n, cap;
 } collect_list_t;
 
-/* Lists the processes the directory knows: every "<stem>.live", whether
- * its "<stem>.json" is there. Returns 0 or -ENOMEM. */
+/* Lists the processes the directory knows: every live marker, whether its
+ * profile is there. Returns 0 or -ENOMEM. */
 static int collect_list(const char *dirpath, collect_list_t *list)
 {
     list->n = 0;
@@ -111,10 +111,8 @@ static int collect_list(const char *dirpath, collect_list_t *list)
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || len - 5 >= sizeof list->items[0].stem ||
-            strcmp(e->d_name + len - 5, ".live") != 0)
-            continue;
+        sonde_handover_name_t name;
+        if (!sonde_handover_parse(e->d_name, &name) || name.kind != SONDE_HANDOVER_LIVE) continue;
         if (list->n == list->cap) {
             size_t cap = list->cap ? list->cap * 2 : 16;
             collect_entry_t *items = realloc(list->items, cap * sizeof *items);
@@ -126,12 +124,9 @@ static int collect_list(const char *dirpath, collect_list_t *list)
             list->cap = cap;
         }
         collect_entry_t *it = &list->items[list->n++];
-        memcpy(it->stem, e->d_name, len - 5);
-        it->stem[len - 5] = 0;
-        it->pid = atoi(it->stem);
-        char json[PATH_MAX];
-        snprintf(json, sizeof json, "%s/%s.json", dirpath, it->stem);
-        it->handed = access(json, F_OK) == 0;
+        memcpy(it->stem, name.stem, sizeof it->stem);
+        it->pid = name.pid;
+        it->handed = sonde_handover_has(dirpath, it->stem, SONDE_HANDOVER_PROFILE, 0);
     }
     closedir(d);
     return rc;
@@ -190,11 +185,13 @@ static uint64_t collect_unix_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Makes "period" in the directory and maps it. Returns 0 or -errno. */
+/* Makes the period word in the directory and maps it. Returns 0 or
+ * -errno. */
 static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/period", dirpath);
+    int rc = sonde_handover_dir_path(path, sizeof path, dirpath, SONDE_HANDOVER_PERIOD_WORD);
+    if (rc < 0) return rc;
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return -errno;
     void *map = MAP_FAILED;
@@ -215,45 +212,26 @@ static int collect_periods_open(const char *dirpath, collect_periods_t *cp)
     return 0;
 }
 
-/* Reads a profile file into merged. Returns 0, or -errno after one line
- * saying why it is left out. */
-static int collect_load_into(const char *path, int pid, sonde_profile_t *merged,
+/* Reads the hand-over of process pid, its stem's file of kind (PROFILE,
+ * or PERIOD number), into merged and deletes it. Returns 0, or -errno
+ * after one line saying why it is left out. */
+static int collect_load_into(const char *dirpath, const char *stem, sonde_handover_kind_t kind,
+                             uint64_t number, int pid, sonde_profile_t *merged,
                              sonde__collect_parts_t *parts)
 {
-    sonde_buf_t text = SONDE_BUF_INIT;
+    char path[PATH_MAX];
+    const char *why = NULL;
     sonde_profile_t one;
-    char err[256] = "";
     sonde_profile_init(&one);
-    int rc = sonde_buf_read_file(&text, path, COLLECT_MAX_PROFILE, NULL);
-    if (rc == 0) rc = sonde_profile_load_json(&one, text.data, text.len, err, sizeof err);
-    if (rc == 0) rc = sonde_profile_merge(merged, &one);
-    if (rc < 0) {
+    int rc = sonde_handover_path(path, sizeof path, dirpath, stem, kind, number);
+    if (rc == 0) rc = sonde_handover_take(merged, path, &one, &why);
+    if (rc < 0)
         fprintf(stderr, "sonde: a profile of process %d is left out: %s\n", pid,
-                err[0] ? err : strerror(-rc));
-        sonde_profile_free(&one);
-    } else {
+                why ? why : strerror(-rc));
+    else
         sonde__collect_parts_keep(parts, &one);
-    }
-    sonde_buf_free(&text);
+    sonde_handover_unmark(dirpath, stem, kind, number);
     return rc;
-}
-
-/* "<stem>.p<count>.json": the stem (into stem) and the count. */
-static bool collect_period_name(const char *name, char *stem, size_t stem_len, uint64_t *count)
-{
-    const char *p = strstr(name, ".p");
-    size_t len = strlen(name);
-    if (!p || p == name || (size_t)(p - name) >= stem_len || len < 7 ||
-        strcmp(name + len - 5, ".json") != 0)
-        return false;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long n = strtoull(p + 2, &end, 10);
-    if (end == p + 2 || errno || strcmp(end, ".json") != 0) return false;
-    memcpy(stem, name, (size_t)(p - name));
-    stem[p - name] = 0;
-    *count = n;
-    return true;
 }
 
 /* Whether every profiled process still running has handed period `count`
@@ -266,14 +244,15 @@ static bool collect_period_ready(const char *dirpath, uint64_t count, uint64_t u
         collect_entry_t *it = &list->items[i];
         char path[PATH_MAX];
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s.live", dirpath, it->stem);
         /* a process that started after the period ended has none of it */
-        if (stat(path, &st) == 0 &&
+        if (sonde_handover_path(path, sizeof path, dirpath, it->stem, SONDE_HANDOVER_LIVE, 0) ==
+                0 &&
+            stat(path, &st) == 0 &&
             (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec > until_ns)
             continue;
-        snprintf(path, sizeof path, "%s/%s.p%llu.json", dirpath, it->stem,
-                 (unsigned long long)count);
-        if (!it->handed && access(path, F_OK) != 0 && sonde__collect_alive(it->pid)) return false;
+        if (!it->handed && !sonde_handover_has(dirpath, it->stem, SONDE_HANDOVER_PERIOD, count) &&
+            sonde__collect_alive(it->pid))
+            return false;
     }
     return true;
 }
@@ -292,17 +271,16 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     sonde__collect_parts_t parts = {0};
     uint64_t lost = 0;
     unsigned pieces = 0; /* profiles read */
-    char path[PATH_MAX], stem[64];
     DIR *d = opendir(dirpath);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d))) {
-            uint64_t count = 0;
-            if (!collect_period_name(e->d_name, stem, sizeof stem, &count)) continue;
-            if (!final && count > cp->count) continue;
-            snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
-            (void)collect_load_into(path, atoi(stem), &merged, &parts);
-            unlink(path);
+            sonde_handover_name_t name;
+            if (!sonde_handover_parse(e->d_name, &name) || name.kind != SONDE_HANDOVER_PERIOD)
+                continue;
+            if (!final && name.number > cp->count) continue;
+            (void)collect_load_into(dirpath, name.stem, SONDE_HANDOVER_PERIOD, name.number,
+                                    name.pid, &merged, &parts);
             pieces++;
         }
         closedir(d);
@@ -310,26 +288,24 @@ static void collect_period_finish(const char *dirpath, collect_periods_t *cp, co
     if (collect_list(dirpath, list) == 0) {
         for (size_t i = 0; i < list->n; i++) {
             collect_entry_t *it = &list->items[i];
-            char live[PATH_MAX];
-            snprintf(live, sizeof live, "%s/%s.live", dirpath, it->stem);
             if (it->handed) {
-                snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
-                if (collect_load_into(path, it->pid, &merged, &parts) < 0) lost++;
-                unlink(path);
-                unlink(live);
+                if (collect_load_into(dirpath, it->stem, SONDE_HANDOVER_PROFILE, 0, it->pid,
+                                      &merged, &parts) < 0)
+                    lost++;
+                sonde_handover_unmark(dirpath, it->stem, SONDE_HANDOVER_LIVE, 0);
                 pieces++;
             } else if (final || !sonde__collect_alive(it->pid)) {
                 /* ended without a profile (killed), or still running at
                  * the end: its file is read again after a last look */
-                snprintf(path, sizeof path, "%s/%s.json", dirpath, it->stem);
-                if (access(path, F_OK) == 0) {
-                    if (collect_load_into(path, it->pid, &merged, &parts) < 0) lost++;
-                    unlink(path);
+                if (sonde_handover_has(dirpath, it->stem, SONDE_HANDOVER_PROFILE, 0)) {
+                    if (collect_load_into(dirpath, it->stem, SONDE_HANDOVER_PROFILE, 0, it->pid,
+                                          &merged, &parts) < 0)
+                        lost++;
                     pieces++;
                 } else {
                     lost++;
                 }
-                unlink(live);
+                sonde_handover_unmark(dirpath, it->stem, SONDE_HANDOVER_LIVE, 0);
             }
         }
     }
@@ -469,25 +445,11 @@ static bool collect_waiting(const char *dirpath, collect_list_t *list)
     return false;
 }
 
-/* Whether the root has ended: gone, or its end handed over ("ending"). */
+/* Whether the root has ended: gone, or its end handed over (ENDING). */
 static bool collect_root_done(const char *dirpath, pid_t root)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/" SONDE_COLLECT_ENDING, dirpath);
-    return access(path, F_OK) == 0 || !sonde__collect_alive((int)root);
-}
-
-/* Makes "<dir>/name" (empty) atomically. */
-static void collect_mark(const char *dirpath, const char *name, const char *text)
-{
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s/%s", dirpath, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    if (text) (void)sonde_write_fd(fd, text, strlen(text));
-    close(fd);
-    if (rename(tmp, path) != 0) unlink(tmp);
+    return sonde_handover_dir_has(dirpath, SONDE_HANDOVER_ENDING) ||
+           !sonde__collect_alive((int)root);
 }
 
 int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_t *opts,
@@ -511,7 +473,7 @@ int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_
         rc = -ECANCELED;
     char pid_text[32];
     snprintf(pid_text, sizeof pid_text, "%d\n", (int)getpid());
-    if (rc == 0) collect_mark(dirpath, SONDE_COLLECT_HELPER, pid_text);
+    if (rc == 0) (void)sonde_handover_dir_mark(dirpath, SONDE_HANDOVER_HELPER, pid_text);
     unsigned char ready = rc == 0 ? 1 : 0;
     (void)sonde_write_fd(ready_fd, &ready, 1);
     close(ready_fd);
@@ -534,18 +496,12 @@ int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_
          * after the root's (a Pool's workers) */
         if (collect_now_ns() - root_end >= grace || !collect_waiting(dirpath, &list)) break;
     }
-    char ending[PATH_MAX], why[16] = "";
-    snprintf(ending, sizeof ending, "%s/" SONDE_COLLECT_ENDING, dirpath);
-    int fd = open(ending, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, why, sizeof why - 1);
-        why[n > 0 ? n : 0] = 0;
-        close(fd);
-    }
+    char why[16] = "";
+    (void)sonde_handover_dir_read(dirpath, SONDE_HANDOVER_ENDING, why, sizeof why);
     periods.terminated = strncmp(why, "SIGTERM", 7) == 0;
     collect_periods_end(dirpath, &periods, &list);
     free(list.items);
-    collect_mark(dirpath, SONDE_COLLECT_DRAINED, NULL);
+    (void)sonde_handover_dir_mark(dirpath, SONDE_HANDOVER_DRAINED, NULL);
     /* the root reads "drained" and ends; then the directory goes */
     for (int i = 0; i < 3000 && sonde__collect_alive((int)root); i++) {
         struct timespec wait = {0, 10000000L};

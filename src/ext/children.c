@@ -10,8 +10,9 @@
  * directory only when it first starts a followed process ($TMPDIR, else
  * /tmp, /dev/shm, /var/tmp, $XDG_RUNTIME_DIR: the first where a directory
  * can be made and 64 KiB allocated in it). Every followed process (a child)
- * writes "<stem>.live" there at its start and "<stem>.json" (its profile)
- * at its end, or "<stem>.e<errno>" when it cannot (session.c). At its own
+ * leaves its live marker there at its start and its profile at its end, or
+ * a marker of the errno that stopped it (session.c; the names and the
+ * format are src/handover/'s). At its own
  * end the root writes its profile there too and starts the `sonde` command
  * (`sonde _children`, src/collect/children.c) in a child the program cannot
  * see end (sonde_prim_spawn_quiet): it waits, at most --child-wait, for the
@@ -27,10 +28,9 @@
  */
 #include "ext.h"
 
-#include "../launch/launch.h"
-#include "../report/report.h"
+#include "../core/file.h"
+#include "../handover/handover.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <dirent.h>
 #include <signal.h>
@@ -143,44 +143,28 @@ const char *sonde_children_dir_ensure(void)
 
 /* ---- the root's end with --period ------------------------------------------------- */
 
-/* Whether "<dir>/name" exists. */
-static bool children_has(const char *dir, const char *name)
-{
-    char path[PATH_MAX];
-    return (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
-           access(path, F_OK) == 0;
-}
-
 void sonde_children_periods_end(bool terminated)
 {
     const char *dir = sonde_children_dir_handed();
     if (!dir || children.role != SONDE_CHILDREN_ROOT) return;
-    char path[PATH_MAX], text[32] = "";
-    if ((size_t)snprintf(path, sizeof path, "%s/" SONDE_COLLECT_HELPER, dir) >= sizeof path) return;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-    if (fd >= 0) close(fd);
+    char text[32] = "";
+    ssize_t n = sonde_handover_dir_read(dir, SONDE_HANDOVER_HELPER, text, sizeof text);
     pid_t helper = n > 0 ? (pid_t)atoi(text) : 0;
-    /* the last hand-over is in: the helper ends the last period */
-    if ((size_t)snprintf(path, sizeof path, "%s/" SONDE_COLLECT_ENDING, dir) >= sizeof path) return;
-    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        /* stopped by SIGTERM: the helper's drain fits in a container's stop */
-        if (terminated) (void)sonde_write_fd(fd, "SIGTERM\n", 8);
-        close(fd);
-    }
+    /* the last hand-over is in: the helper ends the last period (stopped by
+     * SIGTERM: the helper's drain fits in a container's stop) */
+    (void)sonde_handover_dir_mark(dir, SONDE_HANDOVER_ENDING, terminated ? "SIGTERM\n" : NULL);
     if (helper <= 0) return;
     /* and sends what waits; a SIGTERM meanwhile cuts that short
      * (sonde_children_on_sigterm) */
     children.helper = helper;
-    while (!children_has(dir, SONDE_COLLECT_DRAINED) && kill(helper, 0) == 0) {
+    while (!sonde_handover_dir_has(dir, SONDE_HANDOVER_DRAINED) && kill(helper, 0) == 0) {
         struct timespec tick = {0, 10000000L};
         nanosleep(&tick, NULL);
     }
     children.helper = 0;
     /* the helper is done with it: gone before the program's end is seen
      * (the helper removes it too when the root dies first) */
-    if (children_has(dir, SONDE_COLLECT_DRAINED)) sonde_prim_private_dir_remove(dir);
+    if (sonde_handover_dir_has(dir, SONDE_HANDOVER_DRAINED)) sonde_prim_private_dir_remove(dir);
 }
 
 /* ---- the root's end ------------------------------------------------------------------ */
@@ -222,29 +206,14 @@ void sonde_children_account_alone(sonde_profile_t *prof)
                  strerror(children.dir_errno ? children.dir_errno : ENOENT));
 }
 
-/* Writes prof as JSON to "<dir>/<stem>.json" (a temporary file, then a
- * rename). Returns 0 or -errno. */
-static int children_write_root(const sonde_profile_t *prof, const char *path, const char **what)
-{
-    sonde_report_ctx_t ctx;
-    sonde_report_ctx_init(&ctx, -1);
-    sigset_t old;
-    bool had;
-    sonde_prim_xfsz_hold(&old, &had);
-    int rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path, -1, what);
-    sonde_prim_xfsz_release(&old, had);
-    return rc;
-}
-
 int sonde_children_finish(const sonde_profile_t *prof, const char *outfile)
 {
     if (!children.dir) return -ENOENT;
-    char stem[64], path[PATH_MAX], command[PATH_MAX], numbers[5][24];
-    snprintf(stem, sizeof stem, "%d-root", (int)getpid());
-    if ((size_t)snprintf(path, sizeof path, "%s/%s.json", children.dir, stem) >= sizeof path)
-        return -ENAMETOOLONG;
-    const char *what = "";
-    int rc = children_write_root(prof, path, &what);
+    char stem[SONDE_HANDOVER_STEM_MAX], path[PATH_MAX], command[PATH_MAX], numbers[5][24];
+    int rc = sonde_handover_root_stem(stem, sizeof stem, (int)getpid());
+    if (rc == 0)
+        rc = sonde_handover_path(path, sizeof path, children.dir, stem, SONDE_HANDOVER_PROFILE, 0);
+    if (rc == 0) rc = sonde_handover_write(children.dir, stem, SONDE_HANDOVER_PROFILE, 0, prof);
     if (rc < 0) {
         /* the directory is gone, or cannot take it: the root reports alone */
         children_say("sonde: the profiles of the processes the program started are left out: "

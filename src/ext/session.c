@@ -15,6 +15,7 @@
  */
 #include "ext.h"
 
+#include "../handover/handover.h"
 #include "../report/report.h"
 #include "../trace/trace.h"
 
@@ -63,19 +64,19 @@ typedef struct sonde_session {
     bool exec_wrapped;       /* os.execv/execve wrapped for this session (exec.c) */
     /* Following processes (children.c): the directory a followed child
      * hands its profile over in, or the collector's of `sonde run --period`
-     * (owned; NULL: none), this process's file stem there ("<pid>-<ns>-g<gen>":
-     * "<stem>.live" made at start, "<stem>.json" its profile), and whether it
-     * is a child (its profile always goes there). The root's own directory,
+     * (owned; NULL: none), this process's stem there (src/handover/: its
+     * marker made at start, its profile at its end), and whether it is a
+     * child (its profile always goes there). The root's own directory,
      * made when it first starts a followed process, is children.c's. */
     char *collect_dir;
-    char collect_stem[64];
+    char collect_stem[SONDE_HANDOVER_STEM_MAX];
     bool child;
     /* `sonde run --period`: the collector's period count, mapped from
-     * "period" in its directory (NULL: no periods). Every period's
+     * the period word in its directory (NULL: no periods). Every period's
      * profile goes to the collector, the process's own included. */
     const _Atomic uint64_t *period_map;
-    bool periods;              /* the directory has "period" (even when it could not be mapped) */
-    unsigned exec_pieces;      /* pieces handed over before an os.exec* (periods) */
+    bool periods;         /* the directory has the period word (even when it could not be mapped) */
+    unsigned exec_pieces; /* pieces handed over before an os.exec* (periods) */
     unsigned long start_ident; /* the thread that started the session */
     bool exec_paused;          /* threads paused for an os.exec* in progress */
 } sonde_session_t;
@@ -175,81 +176,44 @@ void sonde_session_note_spawn(void)
     sonde_children_note_spawn(true);
 }
 
-/* "<dir>/<stem><suffix>" into out. Returns 0 or -ENOMEM. */
-static int session_collect_path(const sonde_session_t *s, const char *suffix, sonde_buf_t *out)
-{
-    sonde_buf_printf(out, "%s/%s%s", s->collect_dir, s->collect_stem, suffix);
-    return sonde_buf_error(out) ? -ENOMEM : 0;
-}
-
-/* At start: "<stem>.live" in the collector's directory says that this
- * process is profiled; without a "<stem>.json" beside it at the end, the
- * collector counts the process as lost. Best effort. */
+/* At start: the process's marker in the collector's directory says that
+ * it is profiled; without its profile beside it at the end, the collector
+ * counts the process as lost. Best effort. */
 static void session_collect_live(sonde_session_t *s)
 {
-    sonde_buf_t path = SONDE_BUF_INIT;
     /* multiprocessing's forkserver and resource tracker end after the root:
-     * ".svc" says not to wait for them */
-    const char *marker = sonde_children_role() == SONDE_CHILDREN_SERVICE ? ".svc" : ".live";
-    if (session_collect_path(s, marker, &path) == 0) {
-        int fd = open(path.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd >= 0) close(fd);
-    }
-    sonde_buf_free(&path);
+     * SERVICE says not to wait for them */
+    bool service = sonde_children_role() == SONDE_CHILDREN_SERVICE;
+    (void)sonde_handover_mark(s->collect_dir, s->collect_stem,
+                              service ? SONDE_HANDOVER_SERVICE : SONDE_HANDOVER_LIVE, 0);
 }
 
 static void session_collect_begin(sonde_session_t *s)
 {
-    snprintf(s->collect_stem, sizeof s->collect_stem, "%d-%llu-g%d", (int)getpid(),
-             (unsigned long long)sonde_prim_monotonic_ns(), session_next_gen);
+    if (sonde_handover_stem(s->collect_stem, sizeof s->collect_stem, (int)getpid(),
+                            sonde_prim_monotonic_ns(), session_next_gen) < 0)
+        s->collect_stem[0] = 0;
 }
 
 /* A process that writes its own report is no business of the collector's. */
 static void session_collect_unlink_live(sonde_session_t *s)
 {
     if (!s->collect_dir || !s->collect_stem[0]) return;
-    sonde_buf_t path = SONDE_BUF_INIT;
-    if (session_collect_path(s, ".live", &path) == 0) unlink(path.data);
-    sonde_buf_reset(&path);
-    if (session_collect_path(s, ".svc", &path) == 0) unlink(path.data);
-    sonde_buf_free(&path);
+    sonde_handover_unmark(s->collect_dir, s->collect_stem, SONDE_HANDOVER_LIVE, 0);
+    sonde_handover_unmark(s->collect_dir, s->collect_stem, SONDE_HANDOVER_SERVICE, 0);
 }
 
-/* A hand-over that failed leaves "<stem>.e<errno>" (an empty file: a name
- * needs no room in the file system's blocks), so that the report can say
- * why this process is missing. Best effort. */
-static void session_collect_failed(sonde_session_t *s, int rc)
+/* Hands the profile to the collector (src/handover/: written atomically).
+ * One that fails leaves the FAILED marker with its errno, so that the
+ * report can say why this process is missing; nothing is said here.
+ * Returns 0 or -errno. */
+static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, const char **what)
 {
-    char suffix[24];
-    snprintf(suffix, sizeof suffix, ".e%d", rc < 0 ? -rc : EIO);
-    sonde_buf_t path = SONDE_BUF_INIT;
-    if (session_collect_path(s, suffix, &path) == 0) {
-        int fd = open(path.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd >= 0) close(fd);
-    }
-    sonde_buf_free(&path);
-}
-
-/* Hands the profile to the collector: JSON, written atomically as
- * "<stem>.json". Nothing is said on failure (the collector counts the
- * process as lost). Returns 0 or -errno. */
-static int session_hand_over(sonde_session_t *s, const sonde_profile_t *prof, const char *suffix,
-                             const char **what)
-{
-    sonde_buf_t path = SONDE_BUF_INIT;
-    int rc = session_collect_path(s, suffix, &path);
-    if (rc == 0) {
-        sonde_report_ctx_t ctx;
-        sonde_report_ctx_init(&ctx, -1);
-        ctx.viewer_dir = s->viewer_dir;
-        sigset_t old;
-        bool had;
-        sonde_prim_xfsz_hold(&old, &had);
-        rc = sonde_report_emit(sonde_format_named("json"), prof, &ctx, path.data, -1, what);
-        sonde_prim_xfsz_release(&old, had);
-    }
-    if (rc < 0) session_collect_failed(s, rc);
-    sonde_buf_free(&path);
+    *what = "hand the profile over";
+    int rc = sonde_handover_write(s->collect_dir, s->collect_stem, SONDE_HANDOVER_PROFILE, 0, prof);
+    if (rc < 0)
+        (void)sonde_handover_mark(s->collect_dir, s->collect_stem, SONDE_HANDOVER_FAILED,
+                                  (uint64_t)-rc);
     return rc;
 }
 
@@ -323,7 +287,7 @@ static int session_report(sonde_session_t *s, bool python_thread, const char **w
     *what = "build the report";
     if ((rc = session_build(s, &prof, false)) < 0) goto done;
     if (to_collector) {
-        rc = session_hand_over(s, &prof, ".json", what);
+        rc = session_hand_over(s, &prof, what);
         if (s->periods && !s->child)
             sonde_children_periods_end(s->exit_known && s->exit_status == 128 + SIGTERM);
         goto done;
@@ -368,30 +332,11 @@ static void session_report_error(sonde_session_t *s, const char *what, int rc)
 
 /* ---- periods (sonde run --period) ------------------------------------------------- */
 
-/* Writes data as path in the collector's private directory: a temporary
- * file beside it, then a rename (a reader never sees half of it), without
- * fsync (the directory is private and temporary; this runs once a period
- * on the sampler thread). Returns 0 or -errno. */
-static int session_write_private(const char *path, const void *data, size_t len)
-{
-    sonde_buf_t tmp = SONDE_BUF_INIT;
-    sonde_buf_printf(&tmp, "%s.tmp", path);
-    if (sonde_buf_error(&tmp)) return -ENOMEM;
-    int rc = 0;
-    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) rc = -errno;
-    if (rc == 0) rc = sonde_write_fd(fd, data, len);
-    if (fd >= 0 && close(fd) != 0 && rc == 0) rc = -errno;
-    if (rc == 0 && rename(tmp.data, path) != 0) rc = -errno;
-    if (rc < 0) unlink(tmp.data);
-    sonde_buf_free(&tmp);
-    return rc;
-}
-
 /* What session_period_piece does, for sonde_shim_guarded. */
 typedef struct session_piece {
     sonde_session_t *s;
-    const char *suffix;
+    const char *stem;
+    uint64_t period;
     int rc;
 } session_piece_t;
 
@@ -400,70 +345,62 @@ static void session_piece_work(void *arg)
     session_piece_t *p = arg;
     sonde_session_t *s = p->s;
     sonde_profile_t prof;
-    sonde_buf_t path = SONDE_BUF_INIT, json = SONDE_BUF_INIT;
     sonde_profile_init(&prof);
     p->rc = session_build(s, &prof, true);
-    if (p->rc == 0) p->rc = session_collect_path(s, p->suffix, &path);
-    if (p->rc == 0) p->rc = sonde_report_json(&prof, &json);
-    if (p->rc == 0) p->rc = sonde_buf_error(&json);
-    if (p->rc == 0) p->rc = session_write_private(path.data, json.data, json.len);
+    if (p->rc == 0)
+        p->rc =
+            sonde_handover_write(s->collect_dir, p->stem, SONDE_HANDOVER_PERIOD, p->period, &prof);
     /* emptied only once handed over: else the next period has it too */
     if (p->rc == 0) sonde_sampler_period_reset(&s->sampler);
-    sonde_buf_free(&json);
-    sonde_buf_free(&path);
     sonde_profile_free(&prof);
 }
 
-/* Hands what was sampled since the last period over as "<stem><suffix>"
- * and starts a new period (the counts are kept when it fails, so that the
+/* Hands what was sampled since the last period over as period `period`
+ * of stem (src/handover/) and starts a new period (the counts are kept when it fails, so that the
  * next period has them). With the memory profiler counting, all of it
  * runs with the allocator shim's guard set: what it allocates and frees
  * is neither sampled nor counted in the program's footprint. Sampler
  * thread (on_period), or a Python thread with the sampler paused (before
  * an exec). Returns 0 or -errno. */
-static int session_period_piece(sonde_session_t *s, const char *suffix)
+static int session_period_piece(sonde_session_t *s, const char *stem, uint64_t period)
 {
-    session_piece_t piece = {s, suffix, 0};
+    session_piece_t piece = {s, stem, period, 0};
     sonde_sources_guarded(&s->sources, session_piece_work, &piece);
     return piece.rc;
 }
 
 /* Runs on the sampler thread when the collector's period count moved to
- * count: what was sampled since the last period goes to
- * "<stem>.p<count>.json", and a new period starts. A profile that cannot
- * be written stays in the counts, for the next period; sampling goes on. */
+ * count: what was sampled since the last period is handed over as period
+ * count, and a new period starts. A profile that cannot be written stays
+ * in the counts, for the next period; sampling goes on. */
 static void session_on_period(uint64_t count)
 {
-    char suffix[48];
-    snprintf(suffix, sizeof suffix, ".p%llu.json", (unsigned long long)count);
-    (void)session_period_piece(&session, suffix);
+    (void)session_period_piece(&session, session.collect_stem, count);
 }
 
-/* Maps the collector's period count when its directory has one ("period":
- * the collector of `sonde run --period` made it) and hands it to the
- * sampler. Best effort: without it the process hands one profile over at
- * its end, which the collector takes as its last period. */
+/* Maps the collector's period count when its directory has one (the
+ * period word: the collector of `sonde run --period` made it) and hands it
+ * to the sampler. Best effort: without it the process hands one profile
+ * over at its end, which the collector takes as its last period. */
 static void session_period_open(sonde_session_t *s)
 {
-    sonde_buf_t path = SONDE_BUF_INIT;
-    if (!s->collect_dir) return;
-    sonde_buf_printf(&path, "%s/period", s->collect_dir);
-    if (sonde_buf_error(&path)) goto done;
+    char path[PATH_MAX];
+    if (!s->collect_dir ||
+        sonde_handover_dir_path(path, sizeof path, s->collect_dir, SONDE_HANDOVER_PERIOD_WORD) < 0)
+        return;
     /* periods whether or not it can be mapped: every profile then goes to
      * the collector (never in pprof to stderr) */
-    if (access(path.data, F_OK) != 0) goto done;
+    if (access(path, F_OK) != 0) return;
     s->periods = true;
-    int fd = open(path.data, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) goto done;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
     void *map = mmap(NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) goto done;
+    if (map == MAP_FAILED) return;
     s->period_map = map;
     s->sampler.period_word = s->period_map;
     s->sampler.period_seen = atomic_load(s->period_map);
     s->sampler.on_period = session_on_period;
-done:
-    sonde_buf_free(&path);
 }
 
 /* ---- SIGTERM -------------------------------------------------------------------- */
@@ -774,13 +711,12 @@ void sonde_session_before_exec_gil(void)
     if (s->periods) {
         /* With periods, what was sampled so far goes in as a piece of the
          * period under way (under a stem of its own: this process may
-         * write that period's file too if the exec fails), and "<stem>.live"
-         * goes: the new image is a process of its own for the collector,
-         * and this one comes back only if the exec fails. */
-        char suffix[64];
-        snprintf(suffix, sizeof suffix, "-x%u.p%llu.json", ++s->exec_pieces,
-                 (unsigned long long)s->sampler.period_seen);
-        rc = session_period_piece(s, suffix);
+         * write that period's file too if the exec fails), and its live
+         * marker goes: the new image is a process of its own for the
+         * collector, and this one comes back only if the exec fails. */
+        char stem[SONDE_HANDOVER_STEM_MAX];
+        rc = sonde_handover_exec_stem(stem, sizeof stem, s->collect_stem, ++s->exec_pieces);
+        if (rc == 0) rc = session_period_piece(s, stem, s->sampler.period_seen);
         session_collect_unlink_live(s);
         what = "hand the profile over";
     } else {

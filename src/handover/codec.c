@@ -1,10 +1,13 @@
 /* codec.c — the hand-over's framing and its one cursor (handover.h).
  *
- * Owns: the header ("SONDEHO\n", version, reserved word, body length), the
- * records (u32 tag, u64 length, body) and the field encodings: integers
- * little-endian in fixed widths, doubles as their IEEE bits, booleans one
- * byte (0 or 1), strings a u32 length (0xffffffff: NULL) and their bytes,
- * counts a u32. sonde_handover_encode and sonde_handover_decode run
+ * Owns: the header ("SONDEHO\n", u32 version, u32 reserved word, u64 body
+ * length) and the records (u32 tag, u64 length, body), fixed widths
+ * little-endian; and the field encodings: unsigned integers and counts as
+ * LEB128 varints (the shortest form only), ints zigzag-encoded so, doubles
+ * one byte 0 for +0.0 else 1 and their 8 IEEE bytes (most figures of a
+ * profile are zero), booleans one byte (0 or 1), strings a varint of their
+ * length + 1 (0: NULL) and their bytes. sonde_handover_encode and
+ * sonde_handover_decode run
  * walk.c's walk of the model with the cursor writing or reading. Reading
  * takes bytes other processes wrote: every length and count is checked
  * against the bytes left before anything is allocated or copied, nothing
@@ -21,8 +24,7 @@
 #define CODEC_MAGIC "SONDEHO\n"
 #define CODEC_MAGIC_LEN 8
 #define CODEC_HEADER_LEN (CODEC_MAGIC_LEN + 4 + 4 + 8)
-#define CODEC_RECORD_HEAD_LEN (4 + 8)
-#define CODEC_NULL_STR UINT32_MAX
+#define CODEC_VARINT_MAX 10 /* bytes of a 64-bit varint */
 
 void sonde__ho_fail(sonde__ho_io_t *io, int rc, const char *why)
 {
@@ -63,15 +65,59 @@ static bool codec_get(sonde__ho_io_t *io, uint64_t *v, int width)
     return true;
 }
 
+/* ---- varints -------------------------------------------------------------------- */
+
+static void codec_put_varint(sonde__ho_io_t *io, uint64_t v)
+{
+    unsigned char bytes[CODEC_VARINT_MAX];
+    size_t n = 0;
+    do {
+        bytes[n] = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v) bytes[n] |= 0x80;
+        n++;
+    } while (v);
+    sonde_buf_append(io->out, bytes, n);
+}
+
+/* Reads a varint of at most max; false (and the error) when the record
+ * ends inside it, it is longer than its shortest form, or past max. */
+static bool codec_get_varint(sonde__ho_io_t *io, uint64_t *v, uint64_t max)
+{
+    uint64_t value = 0;
+    if (io->rc) return false;
+    for (size_t i = 0; i < CODEC_VARINT_MAX; i++) {
+        if (io->at >= io->end) {
+            sonde__ho_fail(io, -EPROTO, "a record ends inside a field (truncated or malformed)");
+            return false;
+        }
+        unsigned char byte = *io->at++;
+        uint64_t bits = (uint64_t)(byte & 0x7f);
+        /* the tenth byte holds the 64th bit only */
+        if ((i == CODEC_VARINT_MAX - 1 && bits > 1) || (i > 0 && byte == 0)) break;
+        value |= bits << (7 * i);
+        if (!(byte & 0x80)) {
+            if (value > max) {
+                sonde__ho_fail(io, -EPROTO, "a number too large for its field");
+                return false;
+            }
+            *v = value;
+            return true;
+        }
+    }
+    sonde__ho_fail(io, -EPROTO, "a malformed number (overlong or past 64 bits)");
+    return false;
+}
+
 /* ---- fields ------------------------------------------------------------------------- */
 
 void sonde__ho_u64(sonde__ho_io_t *io, uint64_t *v)
 {
     if (io->rc) return;
     if (!io->reading)
-        codec_put(io, *v, 8);
+        codec_put_varint(io, *v);
     else
-        (void)codec_get(io, v, 8);
+        (void)codec_get_varint(io, v, UINT64_MAX);
 }
 
 void sonde__ho_u32(sonde__ho_io_t *io, uint32_t *v)
@@ -79,16 +125,23 @@ void sonde__ho_u32(sonde__ho_io_t *io, uint32_t *v)
     uint64_t wide = *v;
     if (io->rc) return;
     if (!io->reading)
-        codec_put(io, wide, 4);
-    else if (codec_get(io, &wide, 4))
+        codec_put_varint(io, wide);
+    else if (codec_get_varint(io, &wide, UINT32_MAX))
         *v = (uint32_t)wide;
 }
 
 void sonde__ho_int(sonde__ho_io_t *io, int *v)
 {
-    uint32_t bits = (uint32_t)*v;
-    sonde__ho_u32(io, &bits);
-    if (io->reading && !io->rc) *v = (int)(int32_t)bits;
+    /* zigzag: 0, -1, 1, -2 ... as 0, 1, 2, 3 ... */
+    int64_t value = *v;
+    uint64_t zigzag = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    if (io->rc) return;
+    if (!io->reading) {
+        codec_put_varint(io, zigzag);
+    } else if (codec_get_varint(io, &zigzag, UINT32_MAX)) {
+        int64_t decoded = (int64_t)(zigzag >> 1) ^ -(int64_t)(zigzag & 1);
+        *v = (int)decoded;
+    }
 }
 
 void sonde__ho_bool(sonde__ho_io_t *io, bool *v)
@@ -105,61 +158,86 @@ void sonde__ho_bool(sonde__ho_io_t *io, bool *v)
 
 void sonde__ho_f64(sonde__ho_io_t *io, double *v)
 {
-    uint64_t bits = 0;
+    uint64_t bits = 0, tag = 0;
     if (io->rc) return;
     if (!io->reading) {
         memcpy(&bits, v, sizeof bits);
-        codec_put(io, bits, 8);
-    } else if (codec_get(io, &bits, 8)) {
-        double value;
-        memcpy(&value, &bits, sizeof value);
-        if (!isfinite(value) || fabs(value) > SONDE__HO_MAX_NUMBER)
-            sonde__ho_fail(io, -EPROTO, "a number that is not finite or out of bounds");
-        else
-            *v = value;
+        codec_put(io, bits ? 1 : 0, 1);
+        if (bits) codec_put(io, bits, 8);
+        return;
     }
+    if (!codec_get(io, &tag, 1)) return;
+    if (tag > 1) {
+        sonde__ho_fail(io, -EPROTO, "a number of an unknown form");
+        return;
+    }
+    if (tag == 0) {
+        *v = 0;
+        return;
+    }
+    if (!codec_get(io, &bits, 8)) return;
+    double value;
+    memcpy(&value, &bits, sizeof value);
+    if (!bits || !isfinite(value) || fabs(value) > SONDE__HO_MAX_NUMBER)
+        sonde__ho_fail(io, -EPROTO, "a number that is not finite, out of bounds, or overlong");
+    else
+        *v = value;
+}
+
+/* A string's length + 1 (0: NULL) and its bytes; reading, the length
+ * checked against the record and the bytes against NUL. Returns the bytes
+ * (in the file) and their length, NULL for a NULL string or an error. */
+static const unsigned char *codec_string(sonde__ho_io_t *io, const char *s, size_t max_len,
+                                         size_t *len_out)
+{
+    if (!io->reading) {
+        size_t len = s ? strlen(s) : 0;
+        codec_put_varint(io, s ? (uint64_t)len + 1 : 0);
+        if (s) sonde_buf_append(io->out, s, len);
+        return NULL;
+    }
+    uint64_t stored = 0;
+    if (!codec_get_varint(io, &stored, UINT64_MAX) || stored == 0) return NULL;
+    uint64_t len = stored - 1;
+    if (len > max_len || len > codec_left(io)) {
+        sonde__ho_fail(io, -EPROTO, "a string longer than its record or its field");
+        return NULL;
+    }
+    const unsigned char *bytes = io->at;
+    if (memchr(bytes, 0, (size_t)len)) {
+        sonde__ho_fail(io, -EPROTO, "a string holding a NUL byte");
+        return NULL;
+    }
+    io->at += len;
+    *len_out = (size_t)len;
+    return bytes;
 }
 
 void sonde__ho_str(sonde__ho_io_t *io, char **s, bool nullable)
 {
     if (io->rc) return;
     if (!io->reading) {
-        if (!*s) {
-            if (!nullable) sonde__ho_fail(io, -EINVAL, "a string the model never leaves NULL");
-            codec_put(io, CODEC_NULL_STR, 4);
+        if (!*s && !nullable) {
+            sonde__ho_fail(io, -EINVAL, "a string the model never leaves NULL");
             return;
         }
-        size_t len = strlen(*s);
-        if (len >= CODEC_NULL_STR) {
-            sonde__ho_fail(io, -EOVERFLOW, "a string longer than the format's 32 bits");
-            return;
-        }
-        codec_put(io, len, 4);
-        sonde_buf_append(io->out, *s, len);
+        (void)codec_string(io, *s, SIZE_MAX, NULL);
         return;
     }
-    uint64_t len = 0;
-    if (!codec_get(io, &len, 4)) return;
-    if (len == CODEC_NULL_STR) {
+    size_t len = 0;
+    const unsigned char *bytes = codec_string(io, NULL, SIZE_MAX, &len);
+    if (io->rc) return;
+    if (!bytes) {
         if (!nullable) sonde__ho_fail(io, -EPROTO, "a NULL where the model needs a string");
         return;
     }
-    if (len > codec_left(io)) {
-        sonde__ho_fail(io, -EPROTO, "a string longer than its record");
-        return;
-    }
-    if (memchr(io->at, 0, (size_t)len)) {
-        sonde__ho_fail(io, -EPROTO, "a string holding a NUL byte");
-        return;
-    }
-    char *copy = malloc((size_t)len + 1);
+    char *copy = malloc(len + 1);
     if (!copy) {
         sonde__ho_fail(io, -ENOMEM, "out of memory");
         return;
     }
-    memcpy(copy, io->at, (size_t)len);
+    memcpy(copy, bytes, len);
     copy[len] = 0;
-    io->at += len;
     *s = copy;
 }
 
@@ -167,24 +245,22 @@ void sonde__ho_chars(sonde__ho_io_t *io, char *s, size_t size)
 {
     if (io->rc) return;
     if (!io->reading) {
-        size_t len = strnlen(s, size);
-        if (len >= size) {
+        if (strnlen(s, size) >= size) {
             sonde__ho_fail(io, -EINVAL, "a fixed string without its NUL");
             return;
         }
-        codec_put(io, len, 4);
-        sonde_buf_append(io->out, s, len);
+        (void)codec_string(io, s, size - 1, NULL);
         return;
     }
-    uint64_t len = 0;
-    if (!codec_get(io, &len, 4)) return;
-    if (len >= size || len > codec_left(io) || memchr(io->at, 0, (size_t)len)) {
-        sonde__ho_fail(io, -EPROTO, "a fixed string too long for its field, or holding a NUL");
+    size_t len = 0;
+    const unsigned char *bytes = codec_string(io, NULL, size - 1, &len);
+    if (io->rc) return;
+    if (!bytes) {
+        sonde__ho_fail(io, -EPROTO, "a NULL where the model needs a string");
         return;
     }
-    memcpy(s, io->at, (size_t)len);
-    memset(s + len, 0, size - (size_t)len);
-    io->at += len;
+    memcpy(s, bytes, len);
+    memset(s + len, 0, size - len);
 }
 
 bool sonde__ho_count(sonde__ho_io_t *io, size_t *n, size_t min_bytes)
@@ -195,11 +271,11 @@ bool sonde__ho_count(sonde__ho_io_t *io, size_t *n, size_t min_bytes)
             sonde__ho_fail(io, -EOVERFLOW, "a count past the format's 32 bits");
             return false;
         }
-        codec_put(io, *n, 4);
+        codec_put_varint(io, *n);
         return true;
     }
     uint64_t count = 0;
-    if (!codec_get(io, &count, 4)) return false;
+    if (!codec_get_varint(io, &count, UINT32_MAX)) return false;
     if (min_bytes && count > codec_left(io) / min_bytes) {
         sonde__ho_fail(io, -EPROTO, "a count larger than its record can hold");
         return false;

@@ -29,18 +29,19 @@
 #define WALK_SIZE(type, size) _Static_assert(1, "")
 #endif
 
-/* The least bytes one element of each array takes in the format (the
- * bound of its count: a count never allocates more than the file holds). */
-#define WALK_MIN_STRING 4
-#define WALK_MIN_POINT 16
-#define WALK_MIN_LINE 64
-#define WALK_MIN_FUNC 64
-#define WALK_MIN_FILE 24
-#define WALK_MIN_FRAME 12
-#define WALK_MIN_THREAD 12
-#define WALK_MIN_STACK 40
-#define WALK_MIN_INDEX 4
-#define WALK_MIN_PROCESS 40
+/* The least bytes one element of each array takes in the format (every
+ * field at least one byte: the bound of its count, so that a count never
+ * allocates more than a small multiple of the bytes the file holds). */
+#define WALK_MIN_STRING 1
+#define WALK_MIN_POINT 2
+#define WALK_MIN_LINE 24
+#define WALK_MIN_FUNC 24
+#define WALK_MIN_FILE 5
+#define WALK_MIN_FRAME 3
+#define WALK_MIN_THREAD 3
+#define WALK_MIN_STACK 7
+#define WALK_MIN_INDEX 1
+#define WALK_MIN_PROCESS 8
 #define WALK_NO_FUNC UINT32_MAX /* a line without a function */
 
 typedef sonde__ho_io_t walk_io_t;

@@ -39,11 +39,6 @@
  * to the collector, never to the terminal or the report file) */
 #define SONDE_ENV_COLLECT "SONDE_RUN_COLLECT"
 #define SONDE_ENV_CHILD "SONDE_RUN_CHILD"
-/* Files of the private directory with --period (src/collect/collect.c):
- * the helper's pid, the root's end handed over, the last period sent. */
-#define SONDE_COLLECT_HELPER "helper"
-#define SONDE_COLLECT_ENDING "ending"
-#define SONDE_COLLECT_DRAINED "drained"
 #define SONDE_SHIM_NAME "libsonde_shim.so" /* the allocator shim, in the package */
 
 /* What to run: a script, a module or code (-c), and its arguments. */

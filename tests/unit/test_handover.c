@@ -705,34 +705,35 @@ static void test_indices_and_order(void)
     sonde_profile_free(&a);
     sonde_profile_free(&b);
 
-    /* a stack's thread out of range (two threads: 0, 1; -1 merged) */
+    /* a stack's thread out of range (two threads: 0, 1; -1 merged); ints
+     * are zigzag varints: 2 is 4, -2 is 3 */
     small_profile(&a, 5, 1, 0);
     small_profile(&b, 5, 1, 1);
     at = differ_at(&a, &b, &bytes);
-    bytes.data[at] = 2;
+    bytes.data[at] = 4;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(at != SIZE_MAX && rc == -EPROTO && clean, "stack_thread_out_of_range_refused", "rc %d",
           rc);
-    memset(bytes.data + at, 0xfe, 4); /* -2 */
+    bytes.data[at] = 3;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(rc == -EPROTO && clean, "stack_thread_negative_refused", "rc %d", rc);
     sonde_profile_free(&a);
     sonde_profile_free(&b);
 
-    /* lines out of order: 4 then 6 becomes 4 then 3 */
+    /* lines out of order: 4 then 6 becomes 4 then 3 (zigzag: 6) */
     small_profile(&a, 6, 1, 0);
     small_profile(&b, 7, 1, 0);
     at = differ_at(&a, &b, &bytes);
-    bytes.data[at] = 3;
+    bytes.data[at] = 6;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(at != SIZE_MAX && rc == -EPROTO && clean, "lines_out_of_order_refused", "rc %d", rc);
-    bytes.data[at] = 4;
+    bytes.data[at] = 8;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(rc == -EPROTO && clean, "line_twice_refused", "rc %d", rc);
 
     /* files out of order: "a.py" renamed "c.py" (after "b.py") */
     char *p = memmem(bytes.data, bytes.len, "a.py", 4);
-    bytes.data[at] = 6;
+    bytes.data[at] = 12;
     if (p) *p = 'c';
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(p && rc == -EPROTO && clean, "files_out_of_order_refused", "rc %d", rc);
@@ -746,21 +747,41 @@ static void test_indices_and_order(void)
     sonde_profile_add(&b, "a.py", "f", 3, 10, 1, 0, 0, 1);
     at = differ_at(&a, &b, &bytes); /* a.py's functions: a has f and h, b has f */
     /* line 10 (in h: function 1), found by its number; its function follows */
-    char ten[8] = {10, 0, 0, 0, 1, 0, 0, 0};
-    char *line10 = memmem(bytes.data + at, bytes.len - at, ten, 8);
-    if (line10) line10[4] = 9;
+    char *line10 = memmem(bytes.data + at, bytes.len - at, "\x14\x01", 2); /* 10, 1 */
+    if (line10) line10[1] = 9;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(line10 && rc == -EPROTO && clean, "line_function_out_of_range_refused", "rc %d", rc);
     sonde_profile_free(&a);
     sonde_profile_free(&b);
 
-    /* a huge count: the processes' (the record before the last) */
+    /* a count the record cannot hold: the processes' (the record before
+     * the last, END's 12 bytes); then 2^32 - 1, in a record made for it */
     sonde_profile_init(&a);
     sonde_buf_reset(&bytes);
     sonde_handover_encode(&a, &bytes);
-    memset(bytes.data + bytes.len - 12 - 4, 0xff, 4);
+    bytes.data[bytes.len - 12 - 1] = 0x7f;
     rc = decode_copy(bytes.data, bytes.len, &clean);
+    check(rc == -EPROTO && clean, "count_past_record_refused", "rc %d", rc);
+    static const unsigned char huge[] = {6, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
+                                         0xff, 0xff, 0xff, 0xff, 0x0f};
+    size_t keep = bytes.len - 12 - 13; /* up to the processes' record */
+    sonde_buf_t crafted = SONDE_BUF_INIT;
+    sonde_buf_append(&crafted, bytes.data, keep);
+    sonde_buf_append(&crafted, huge, sizeof huge);
+    sonde_buf_append(&crafted, bytes.data + bytes.len - 12, 12);
+    uint64_t body = crafted.len - 24;
+    for (int i = 0; i < 8; i++)
+        crafted.data[16 + i] = (char)(body >> (8 * i));
+    rc = decode_copy(crafted.data, crafted.len, &clean);
     check(rc == -EPROTO && clean, "huge_count_refused", "rc %d", rc);
+    memcpy(crafted.data + keep + 12, "\x80\x80\x80\x80\x00", 5); /* 0 in 5 bytes */
+    rc = decode_copy(crafted.data, crafted.len, &clean);
+    check(rc == -EPROTO && clean, "overlong_varint_refused", "rc %d", rc);
+    memcpy(crafted.data + keep + 12, "\0\0\0\0", 4); /* 0, then 4 bytes too many */
+    crafted.data[keep + 12] = 0;
+    rc = decode_copy(crafted.data, crafted.len, &clean);
+    check(rc == -EPROTO && clean, "record_longer_than_fields_refused", "rc %d", rc);
+    sonde_buf_free(&crafted);
     sonde_buf_free(&bytes);
 }
 
