@@ -333,9 +333,10 @@ fuzz-build: $(FUZZ_BINS)
 
 # Rewrites the seeds that the targets build themselves (gen-* files: ELF
 # files, well-formed interpreters of every version, a process to attach
-# to); run after a layout change in src/pyread/pyoffsets_gen.h. The other
+# to, hand-over files); run after a layout change in
+# src/pyread/pyoffsets_gen.h or a new version of the hand-over. The other
 # files of those corpora (inputs that found a bug) stay.
-FUZZ_SEEDED := elf pyread pyread_open
+FUZZ_SEEDED := elf pyread pyread_open handover
 fuzz-seeds:
 	@$(MAKE) --no-print-directory -s -j2 BUILD=build/fuzz CC=clang \
 	    EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" fuzz-build

@@ -174,7 +174,7 @@ typedef struct collect_periods {
     uint64_t pending_from, pending_until; /* its span (unix ns) */
     uint64_t wait_until;                  /* monotonic: the wait's end */
     bool memory;                          /* --memory: every period has the memory sample types */
-    bool terminated;                      /* the root ended by SIGTERM ("ending" says so) */
+    bool terminated;                      /* the root ended by SIGTERM (its ENDING says so) */
     bool virtual_time;                    /* --virtual-time: every period's time is CPU time */
 } collect_periods_t;
 
@@ -502,7 +502,7 @@ int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_
     collect_periods_end(dirpath, &periods, &list);
     free(list.items);
     (void)sonde_handover_dir_mark(dirpath, SONDE_HANDOVER_DRAINED, NULL);
-    /* the root reads "drained" and ends; then the directory goes */
+    /* the root reads DRAINED and ends; then the directory goes */
     for (int i = 0; i < 3000 && sonde__collect_alive((int)root); i++) {
         struct timespec wait = {0, 10000000L};
         nanosleep(&wait, NULL);

@@ -53,10 +53,10 @@ int sonde_collect_children_main(int argc, char **argv, sonde_compress_fn compres
  * ready_fd (1 ready, 0 not: the program is then not started) and closes
  * it, then ends each period (every out->period_sec) as the collector did,
  * watching the root (pid root) rather than waiting for a child: when the
- * root says it ended ("ending" in dirpath, after its last hand-over) or is
+ * root says it ended (SONDE_HANDOVER_ENDING, after its last hand-over) or is
  * gone, it waits at most opts->child_wait_sec for the followed processes
  * still running, submits the last period, runs out->finish (SIGINT or
- * SIGTERM cancel it), writes "drained" (the root waits for it), and once
+ * SIGTERM cancel it), writes SONDE_HANDOVER_DRAINED (the root waits for it), and once
  * the root is gone removes the directory. Returns the exit status. */
 int sonde_collect_periods(const char *dirpath, pid_t root, const sonde_run_opts_t *opts,
                           const sonde_collect_out_t *out, int ready_fd);

@@ -306,8 +306,8 @@ void sonde_children_account_alone(sonde_profile_t *prof);
  * -errno after one line (the caller then writes prof's report alone). */
 int sonde_children_finish(const sonde_profile_t *prof, const char *outfile);
 /* The root's end with --period, after its last hand-over: tells the
- * period helper ("ending"; terminated: the program ends by SIGTERM) and waits while it sends the last periods
- * ("drained", or the helper gone). */
+ * period helper (SONDE_HANDOVER_ENDING; terminated: the program ends by SIGTERM) and waits while
+ * it sends the last periods (SONDE_HANDOVER_DRAINED, or the helper gone). */
 void sonde_children_periods_end(bool terminated);
 /* SIGTERM while the root waits: the merging command ends its wait now.
  * Async-signal-safe. */

@@ -5,7 +5,8 @@
  * (src/prim/privdir.c makes it): every file name, suffix and marker, made
  * and parsed here only (names.c); the binary format a followed process
  * hands its profile over in (codec.c frames it, walk.c walks the profile
- * model, one function per struct; docs/ARCHITECTURE.md, "The hand-over");
+ * model, one function per struct; docs/ARCHITECTURE.md, "The hand-over of
+ * profiles");
  * writing it atomically and reading it back (file.c); the merge the
  * collectors call. Writers: the profiled processes (src/ext/session.c,
  * children.c), at exit or on the sampler thread (no Python API, no stdio;

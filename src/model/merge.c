@@ -5,8 +5,9 @@
  * highest, timelines merge in time order, stacks (with their split by
  * kind) and threads (by name and ids) add, the
  * elapsed time is the longest, processes are appended. Called by `sonde
- * merge` (src/cli/merge.c) and by the collector of child processes after
- * loading their profiles; plain C, never in a signal handler.
+ * merge` (src/cli/merge.c) and, through sonde_handover_take
+ * (src/handover/), by the collectors of `sonde run`; plain C, never in a
+ * signal handler.
  */
 #include "model.h"
 

@@ -5,7 +5,8 @@
  * exit, partial counts, processes, memory and the sources' figures with their
  * timelines, files with their lines, functions, leaks and source, call
  * stacks with threads) back into a sonde_profile_t, so that `sonde merge`
- * and the collector of child processes can add profiles up. Percentages
+ * can add the user's JSON profiles up (the processes of a run hand theirs
+ * over in src/handover/'s format, not in JSON). Percentages
  * become times again through profiled_time_sec (and copy rates through
  * elapsed_time_sec), so figures come back to the precision the file
  * carries. The file may come from anywhere: it is parsed with cJSON, its

@@ -762,8 +762,8 @@ static void test_indices_and_order(void)
     bytes.data[bytes.len - 12 - 1] = 0x7f;
     rc = decode_copy(bytes.data, bytes.len, &clean);
     check(rc == -EPROTO && clean, "count_past_record_refused", "rc %d", rc);
-    static const unsigned char huge[] = {6, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,
-                                         0xff, 0xff, 0xff, 0xff, 0x0f};
+    static const unsigned char huge[] = {6, 0, 0, 0,    5,    0,    0,    0,   0,
+                                         0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f};
     size_t keep = bytes.len - 12 - 13; /* up to the processes' record */
     sonde_buf_t crafted = SONDE_BUF_INIT;
     sonde_buf_append(&crafted, bytes.data, keep);
