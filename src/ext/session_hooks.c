@@ -31,9 +31,11 @@ static PyObject *session_atexit(PyObject *self, PyObject *unused)
     /* A script that never started (a syntax error) gets Python's
      * traceback alone, as under plain python. */
     bool write_report = !(sonde__session.from_run && sonde_boot_script_failed_gil());
-    if (sonde__session.active && sonde__session.pid == getpid()) session_note_exit_gil(&sonde__session);
+    if (sonde__session.active && sonde__session.pid == getpid())
+        session_note_exit_gil(&sonde__session);
     sonde__session_exiting = true;
-    if (sonde__session.active && sonde__session.pid == getpid() && sonde__session_stop(true, write_report) < 0) {
+    if (sonde__session.active && sonde__session.pid == getpid() &&
+        sonde__session_stop(true, write_report) < 0) {
         /* the report could not be written; say so, never raise at exit */
         PyErr_Clear();
     }
@@ -58,15 +60,16 @@ static bool session_fork_from_start_thread;
  * thread that started the session, not a C-level fork before an exec. */
 static bool session_fork_follows(void)
 {
-    return sonde__session.active && sonde__session.pid == getpid() && session_fork_from_start_thread &&
-           !sonde_exec_in_fork_exec() && sonde_children_follow();
+    return sonde__session.active && sonde__session.pid == getpid() &&
+           session_fork_from_start_thread && !sonde_exec_in_fork_exec() && sonde_children_follow();
 }
 
 static PyObject *session_before_fork(PyObject *self, PyObject *unused)
 {
     session_fork_from_start_thread = sonde__session.start_ident == PyThread_get_thread_ident();
     sonde__session_fork_dir = session_fork_follows() ? sonde_children_dir_ensure() : NULL;
-    if (sonde__session.active && sonde__session.pid == getpid()) sonde_sources_pause_gil(&sonde__session.sources);
+    if (sonde__session.active && sonde__session.pid == getpid())
+        sonde_sources_pause_gil(&sonde__session.sources);
     Py_RETURN_NONE;
 }
 
