@@ -19,6 +19,9 @@
 #   make bench                overhead benchmarks -> docs/PERFORMANCE.md
 #   make format               clang-format the tree
 #   make format-check         list the files clang-format would change (fails if any)
+#   make check-layers         the seams the compiler does not check: the OS only
+#                             through src/prim/, core below prim below the rest
+#                             (tools/check_layers.py; `make test` runs it first)
 #   make install              install the command and the package (every
 #                             interpreter's module) for packagers:
 #                             $(DESTDIR)$(PREFIX)/bin/sonde and
@@ -166,8 +169,8 @@ VIEWER_DIR := $(BUILD)/lib/sonde/viewer
 BOOT_PYCS := $(if $(PY_CACHE_TAG),$(BUILD)/lib/sonde/__pycache__/__init__.$(PY_CACHE_TAG).pyc \
                  $(BUILD)/lib/sonde/_boot/__pycache__/sitecustomize.$(PY_CACHE_TAG).pyc)
 
-.PHONY: all demo test stress unit bench format format-check clean fuzz fuzz-build fuzz-seeds \
-        other-exts ext-module demo-deps package install uninstall
+.PHONY: all demo test stress unit bench format format-check check-layers clean fuzz fuzz-build \
+        fuzz-seeds other-exts ext-module demo-deps package install uninstall
 all: $(SONDE_BIN) $(EXT_MOD) $(BOOT_PYCS) $(SHIM_LIB) $(PY_FILES) $(VIEWER_DIR)/.copied $(UNIT_BINS) $(BUILD)/tests/pyread_dump \
      $(FAKE_NVML) $(BUILD)/python other-exts
 
@@ -412,7 +415,7 @@ uninstall:
 	rm -rf $(INSTALL_PKG)
 	rmdir $(DESTDIR)$(PREFIX)/lib/sonde 2>/dev/null || true
 
-test:
+test: check-layers
 	@tools/setup-deps.sh --test
 	@$(PYTHON) tests/run.py
 
@@ -433,6 +436,13 @@ bench: all
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Fails, listing them, when a file outside src/prim/ calls the OS functions
+# prim wraps or reads /proc, or a lower folder (core, prim) includes a higher
+# one (docs/ARCHITECTURE.md, "Layers"). Under a second; its rules test
+# themselves first.
+check-layers:
+	@$(PYTHON) tools/check_layers.py --self-test
 
 # Fails, listing them, when files differ from what `make format` would write.
 format-check:

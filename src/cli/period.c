@@ -17,6 +17,7 @@
 #include "period.h"
 
 #include "../core/buf.h"
+#include "../prim/file.h"
 
 #include <errno.h>
 #include <stdio.h>

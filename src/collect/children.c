@@ -38,8 +38,8 @@
 #include "collect_internal.h"
 
 #include "../core/buf.h"
-#include "../core/file.h"
 #include "../handover/handover.h"
+#include "../prim/file.h"
 #include "../prim/prim.h"
 
 #include <dirent.h>

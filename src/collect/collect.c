@@ -35,9 +35,9 @@
 #include "collect_internal.h"
 
 #include "../core/buf.h"
-#include "../core/file.h"
 #include "../handover/handover.h"
 #include "../model/model.h"
+#include "../prim/file.h"
 #include "../prim/prim.h"
 #include "../report/report.h"
 
@@ -51,7 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -77,16 +76,9 @@ void sonde__collect_remove_dir(const char *dir)
 /* Whether process pid runs (not a zombie). */
 bool sonde__collect_alive(int pid)
 {
-    char path[64], stat[512];
+    char state = 0;
     if (pid <= 0 || kill(pid, 0) != 0) return false;
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f) return false;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = 0;
-    const char *close = strrchr(stat, ')');
-    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+    return sonde_prim_proc_state(pid, &state, NULL) == 0 && state != 'Z' && state != 'X';
 }
 
 /* The profiled processes of the directory: their live markers. */

@@ -1,21 +1,17 @@
 /* buf.c — growable byte buffer (see buf.h).
  *
- * Owns: sonde_buf_t operations, and sonde_buf_read_file, the bounded
- * reader of regular files. Called by report writers, the model (source
- * text) and the CLI.
+ * Owns: sonde_buf_t operations (the bounded reader of regular files that
+ * appends to one, sonde_buf_read_file, is the file service's:
+ * src/prim/file.c). Called by report writers, the model (source text) and
+ * the CLI.
  * Not for signal handlers or allocator hooks (uses malloc).
  */
 #include "buf.h"
 
-#include "../prim/prim.h"
-
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 void sonde_buf_free(sonde_buf_t *b)
 {
@@ -31,7 +27,7 @@ void sonde_buf_reset(sonde_buf_t *b)
     if (b->data) b->data[0] = 0;
 }
 
-static int buf_reserve(sonde_buf_t *b, size_t extra)
+int sonde_buf_reserve(sonde_buf_t *b, size_t extra)
 {
     if (b->error) return b->error;
     if (extra > SIZE_MAX - b->len - 1) {
@@ -59,7 +55,7 @@ static int buf_reserve(sonde_buf_t *b, size_t extra)
 
 void sonde_buf_append(sonde_buf_t *b, const void *data, size_t len)
 {
-    if (buf_reserve(b, len)) return;
+    if (sonde_buf_reserve(b, len)) return;
     if (len) memcpy(b->data + b->len, data, len); /* data may be NULL when len is 0 */
     b->len += len;
     b->data[b->len] = 0;
@@ -81,7 +77,7 @@ void sonde_buf_vprintf(sonde_buf_t *b, const char *fmt, va_list ap)
     va_copy(copy, ap);
     int n = vsnprintf(NULL, 0, fmt, copy);
     va_end(copy);
-    if (n < 0 || buf_reserve(b, (size_t)n)) return;
+    if (n < 0 || sonde_buf_reserve(b, (size_t)n)) return;
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
 }
@@ -196,56 +192,6 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits)
     }
     if (strcmp(text, "-0") == 0) strcpy(text, "0");
     sonde_buf_puts(b, text);
-}
-
-int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated)
-{
-    if (truncated) *truncated = false;
-    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (fd < 0) return fd;
-    int rc = 0;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = -errno;
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-    } else if (!truncated && (uint64_t)st.st_size > max) {
-        rc = -EFBIG; /* refused before a byte is read */
-    } else {
-        /* Reads at most max + 1 bytes: one byte past max tells a file at
-         * the cap from a longer one. The first read asks for the size fstat
-         * gave and one byte more, so a file that has not changed takes one
-         * read and a read of 0; one that grew since is read on in pages. */
-        size_t start = b->len, limit = max + 1;
-        size_t expected = (size_t)st.st_size < max ? (size_t)st.st_size : max;
-        for (;;) {
-            size_t have = b->len - start;
-            if (have >= limit) break;
-            size_t chunk = have < expected ? expected - have + 1 : 4096;
-            if (chunk > limit - have) chunk = limit - have;
-            if ((rc = buf_reserve(b, chunk)) < 0) break;
-            ssize_t got = read(fd, b->data + b->len, chunk);
-            if (got < 0) {
-                if (errno == EINTR) continue;
-                rc = -errno;
-                break;
-            }
-            if (got == 0) break;
-            b->len += (size_t)got;
-            b->data[b->len] = 0;
-        }
-        if (rc == 0 && b->len - start > max) {
-            if (!truncated) {
-                rc = -EFBIG;
-            } else {
-                *truncated = true;
-                b->len = start + max;
-                b->data[b->len] = 0;
-            }
-        }
-    }
-    close(fd);
-    return rc;
 }
 
 int sonde_errf(char *err, size_t err_len, const char *fmt, ...)

@@ -1,6 +1,7 @@
 /* buf.h — a growable byte buffer for building reports and strings.
  *
- * Owns: sonde_buf_t. Allocates with malloc: never use it in a signal
+ * Owns: sonde_buf_t (a file read into one: sonde_buf_read_file,
+ * src/prim/file.h). Allocates with malloc: never use it in a signal
  * handler or an allocator hook. Errors are sticky: after a failed
  * allocation every append is a no-op and sonde_buf_error() returns -ENOMEM,
  * so writers can append freely and check once at the end.
@@ -26,6 +27,10 @@ typedef struct sonde_buf {
 
 void sonde_buf_free(sonde_buf_t *b);
 void sonde_buf_reset(sonde_buf_t *b); /* len = 0, keeps memory */
+/* Makes room for extra more bytes (and the NUL after them) past len, for
+ * a caller that writes into data + len itself and then adds to len (the
+ * file reader, src/prim/file.c). Returns 0 or the sticky -ENOMEM. */
+int sonde_buf_reserve(sonde_buf_t *b, size_t extra);
 void sonde_buf_append(sonde_buf_t *b, const void *data, size_t len);
 void sonde_buf_puts(sonde_buf_t *b, const char *s);
 void sonde_buf_putc(sonde_buf_t *b, char c);
@@ -47,15 +52,6 @@ void sonde_buf_json_number(sonde_buf_t *b, double v, int digits);
  * Allocates nothing. */
 int sonde_errf(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Appends the contents of the regular file at path, at most max bytes of
- * it. A file holding more sets *truncated (the first max bytes are kept)
- * or, with truncated NULL, fails with -EFBIG (at once, before reading,
- * when the file's size says so). Opened non-blocking and
- * without becoming a controlling terminal, so a FIFO or device named by
- * an untrusted path never blocks: it fails with -EINVAL (-EISDIR for a
- * directory). Returns 0 or -errno; on failure b may hold part of the
- * file. */
-int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated);
 /* 0 or -ENOMEM. */
 static inline int sonde_buf_error(const sonde_buf_t *b)
 {

@@ -18,9 +18,9 @@
  */
 #include "ext.h"
 
-#include "../core/file.h"
 #include "../launch/launch.h"
 #include "../launch/netstring.h"
+#include "../prim/file.h"
 #include "../trace/trace.h"
 
 #include <errno.h>

@@ -28,8 +28,8 @@
  */
 #include "ext.h"
 
-#include "../core/file.h"
 #include "../handover/handover.h"
+#include "../prim/file.h"
 
 #include <limits.h>
 #include <dirent.h>

@@ -5,7 +5,7 @@
  * the preloaded shim: libcurl is loaded by the command only) that take
  * a finished period's bytes and get them to their destinations:
  *   spool.c   a directory of period files named by their time span,
- *             written atomically (src/core/file.c), listed oldest first,
+ *             written atomically (src/prim/file.c), listed oldest first,
  *             trimmed to a count and a byte total (oldest dropped first);
  *             used for --period-dir and for the upload backlog
  *   upload.c  one POST to /ingest with libcurl (loaded at run time by

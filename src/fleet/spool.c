@@ -11,7 +11,7 @@
  */
 #include "fleet.h"
 
-#include "../core/file.h"
+#include "../prim/file.h"
 
 #include <dirent.h>
 #include <fcntl.h>

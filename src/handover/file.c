@@ -10,7 +10,7 @@
  */
 #include "handover.h"
 
-#include "../core/file.h"
+#include "../prim/file.h"
 #include "../prim/prim.h"
 
 #include <fcntl.h>

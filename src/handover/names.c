@@ -11,7 +11,7 @@
  */
 #include "handover.h"
 
-#include "../core/file.h"
+#include "../prim/file.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -7,7 +7,7 @@
 #include "launch.h"
 
 #include "../core/buf.h"
-#include "../core/file.h"
+#include "../prim/file.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -12,6 +12,7 @@
 #include "model_internal.h"
 
 #include "../core/buf.h"
+#include "../prim/file.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* proclink.c — whether a path is one of /proc's descriptor links.
  *
- * Owns: sonde_prim_proc_link. The file service (src/core/file.c) asks it
+ * Owns: sonde_prim_proc_link. The file service (file.c) asks it
  * before following a symbolic link it is about to write through: the links
  * of /proc/PID/fd (reached as /dev/stdout, /dev/fd/N, /proc/self/fd/N, ...)
  * are no ordinary links. Their text ("pipe:[1234]", "socket:[99]", a file

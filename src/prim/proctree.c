@@ -9,40 +9,13 @@
  */
 #include "prim.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#define PROCTREE_MAX_DEPTH 64  /* parent links followed, at most */
-#define PROCTREE_STAT_MAX 1024 /* bytes of /proc/PID/stat read */
+#define PROCTREE_MAX_DEPTH 64 /* parent links followed, at most */
 /* The inode number of the initial pid namespace (the kernel's
  * PROC_PID_INIT_INO): fixed since Linux 3.8. */
 #define PROCTREE_INIT_PID_NS_INO 0xEFFFFFFCu
-
-/* The parent of pid from /proc/PID/stat. Returns 0 or -errno. */
-static int proctree_parent(pid_t pid, pid_t *ppid)
-{
-    char path[64], text[PROCTREE_STAT_MAX];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC));
-    if (fd < 0) return fd == -ENOENT ? -ESRCH : fd;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    int saved = errno;
-    close(fd);
-    if (n <= 0) return n < 0 ? -saved : -ESRCH;
-    text[n] = 0;
-    /* "pid (comm) state ppid ...": comm may hold anything, even ")". */
-    char *close_paren = strrchr(text, ')');
-    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ')
-        return -EINVAL;
-    char *end = NULL;
-    long parent = strtol(close_paren + 4, &end, 10);
-    if (end == close_paren + 4 || parent < 0) return -EINVAL;
-    *ppid = (pid_t)parent;
-    return 0;
-}
 
 int sonde_prim_descends_from(pid_t pid, pid_t ancestor)
 {
@@ -51,7 +24,7 @@ int sonde_prim_descends_from(pid_t pid, pid_t ancestor)
         if (pid == ancestor) return 1;
         if (pid <= 1) return 0;
         pid_t parent = 0;
-        int rc = proctree_parent(pid, &parent);
+        int rc = sonde_prim_proc_state(pid, NULL, &parent);
         if (rc < 0) return rc;
         if (parent == pid) return 0;
         pid = parent;

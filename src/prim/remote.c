@@ -9,9 +9,13 @@
  * /proc/PID/{mem,maps,root/...}). Called by the attach reader (src/attach/),
  * once per thread per sample for the task handles and on attach / child
  * discovery for the rest, and by src/pyread's reader (for this process too:
- * the sampler reads its own interpreter the same way). Everything read here comes from
- * another process and is parsed as hostile text (a thread's comm may hold
- * spaces and parentheses). Nothing here runs in a signal handler.
+ * the sampler reads its own interpreter the same way). sonde_prim_proc_state
+ * is the one reader of /proc/PID/stat (sonde__prim_parse_stat the one
+ * parser): the process tree (proctree.c, on the GPU reader's thread) and the
+ * collector (src/collect/, whether a process still runs) use it too.
+ * Everything read here comes from another process and is parsed as hostile
+ * text (a thread's comm may hold spaces and parentheses). Nothing here runs
+ * in a signal handler.
  */
 #include "prim_internal.h"
 

@@ -8,8 +8,8 @@
 #define SONDE_REPORT_H
 
 #include "../core/buf.h"
-#include "../core/file.h"
 #include "../model/model.h"
+#include "../prim/file.h"
 
 typedef struct sonde_text_opts {
     double cpu_percent_threshold; /* lines below this share are hidden (1.0) */
@@ -32,8 +32,8 @@ int sonde_report_text(const sonde_profile_t *prof, const sonde_text_opts_t *opts
 /* JSON report (docs/json-format.md). Appends to out. Returns 0 or -ENOMEM. */
 int sonde_report_json(const sonde_profile_t *prof, sonde_buf_t *out);
 
-/* Writing the finished bytes to a file or stream is the core's file
- * service (sonde_write_output and friends, core/file.h), included here for
+/* Writing the finished bytes to a file or stream is the file
+ * service (sonde_write_output and friends, prim/file.h), included here for
  * the writers' callers. */
 
 /* HTML report (html.c): one self-contained page — the JSON report embedded,

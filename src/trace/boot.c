@@ -20,8 +20,8 @@
  */
 #include "trace_internal.h"
 
-#include "../core/file.h"
 #include "../launch/trace_options.h"
+#include "../prim/file.h"
 #include "../report/report.h"
 
 #include <limits.h>

@@ -10,7 +10,7 @@
  */
 #include "trace_internal.h"
 
-#include "../core/file.h"
+#include "../prim/file.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@ directory that goes away while the program runs gives one message. The
 profiled program's stdout and exit status are compared with plain
 python's each time.
 
-Runs once (VERSIONS): the file service (src/core/file.c) is the same C code in
+Runs once (VERSIONS): the file service (src/prim/file.c) is the same C code in
 the command and in every interpreter's module; test_report_cli.py's stream
 test runs on every interpreter.
 """

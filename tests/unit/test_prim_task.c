@@ -6,7 +6,10 @@
  * (/proc/self and /proc/PID), checks a vanished thread reads as -ESRCH
  * (the attach reader's "gone"), that a descriptor the program took over is
  * neither read nor closed and the file is opened again, and feeds the
- * parsers the kernel's formats and malformed text.
+ * parsers the kernel's formats and malformed text. The one reader of
+ * /proc/PID/stat (sonde_prim_proc_state) is read on live processes: the
+ * parent chain (sonde_prim_descends_from) and a zombie's state (what the
+ * collector's liveness check looks for).
  */
 #include "prim/prim_internal.h"
 
@@ -15,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,6 +172,33 @@ static void test_stat(void)
           "stat_malformed", "parsed");
 }
 
+static void test_proc_state(void)
+{
+    char state = 0;
+    pid_t ppid = 0;
+    int rc = sonde_prim_proc_state(getpid(), &state, &ppid);
+    check(rc == 0 && state == 'R' && ppid == getppid(), "proc_state_self", "rc %d state %c ppid %d",
+          rc, state, (int)ppid);
+    check(sonde_prim_descends_from(getpid(), getppid()) == 1, "descends_from_parent", "no");
+    check(sonde_prim_descends_from(getppid(), getpid()) == 0, "parent_not_below_child", "yes");
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    check(child > 0, "fork", "%s", strerror(errno));
+    if (child <= 0) return;
+    check(sonde_prim_descends_from(child, getpid()) == 1, "descends_from_child", "no");
+    /* Exited, not yet reaped: a zombie, which the collector counts as ended. */
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    rc = waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT);
+    state = 0;
+    int rs = sonde_prim_proc_state(child, &state, NULL);
+    check(rc == 0 && rs == 0 && state == 'Z', "proc_state_zombie", "rc %d/%d state %c", rc, rs,
+          state);
+    waitpid(child, NULL, 0);
+    check(sonde_prim_proc_state(child, &state, NULL) == -ESRCH, "proc_state_gone", "state %c",
+          state);
+}
+
 int main(void)
 {
     test_task_read();
@@ -175,5 +206,6 @@ int main(void)
     test_schedstat();
     test_syscall();
     test_stat();
+    test_proc_state();
     return check_exit_code();
 }

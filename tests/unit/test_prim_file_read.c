@@ -1,11 +1,11 @@
-/* test_buf_read.c — sonde_buf_read_file (src/core/buf.h), the one bounded
+/* test_prim_file_read.c — sonde_buf_read_file (src/prim/file.h), the one bounded
  * reader behind source text, viewer files and `sonde view`'s input.
  *
  * Whole files, files at and past the cap (cut or refused), an empty file,
  * appending after earlier contents, and the paths that must fail without
  * blocking: a directory, a FIFO with no writer, a missing file.
  */
-#include "core/buf.h"
+#include "prim/file.h"
 
 #include "check.h"
 

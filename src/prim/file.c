@@ -1,11 +1,16 @@
-/* file.c — writing a file all at once or not at all, or into a stream.
+/* file.c — writing a file all at once or not at all, or into a stream;
+ * reading a regular file whole, within a bound.
  *
  * Owns: sonde_write_file_atomic, sonde_check_writable, sonde_write_output,
- * sonde_check_output and sonde_write_fd (file.h). Every file sonde writes
- * goes through here: the reports of `sonde run`, `sonde.start()` and
- * `profile()` (src/ext/session.c), of `attach`/`record` and `view`
- * (src/cli/), the pstats files of `sonde trace` and `Profile.dump_stats`
- * (src/trace/profile.c), and the launcher's early check of -o. Ordinary
+ * sonde_check_output, sonde_write_fd and sonde_buf_read_file (file.h).
+ * Every file sonde writes goes through here: the reports of `sonde run`,
+ * `sonde.start()` and `profile()` (src/ext/session.c), of `attach`/`record`
+ * and `view` (src/cli/), the pstats files of `sonde trace` and
+ * `Profile.dump_stats` (src/trace/profile.c), and the launcher's early
+ * check of -o; and the files it reads back whole (source text, the viewer,
+ * `sonde view`'s and `sonde merge`'s input, hand-overs). It lives in
+ * src/prim/ because it is the kernel's view of paths (descriptors named
+ * through /proc, the umask, sonde's own descriptors kept off 0-2). Ordinary
  * code; never in a signal handler or an allocator hook.
  *
  * Where the bytes go is decided the way the kernel opens the path, one
@@ -36,7 +41,7 @@
 #endif
 #include "file.h"
 
-#include "../prim/prim.h"
+#include "prim.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -478,5 +483,57 @@ int sonde_check_output(const char *path)
         }
     }
     free(d.path);
+    return rc;
+}
+
+/* ---- reading a regular file whole ---------------------------------------------- */
+
+int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated)
+{
+    if (truncated) *truncated = false;
+    int fd = sonde_prim_fd_above_std(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (fd < 0) return fd;
+    int rc = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    } else if (!truncated && (uint64_t)st.st_size > max) {
+        rc = -EFBIG; /* refused before a byte is read */
+    } else {
+        /* Reads at most max + 1 bytes: one byte past max tells a file at
+         * the cap from a longer one. The first read asks for the size fstat
+         * gave and one byte more, so a file that has not changed takes one
+         * read and a read of 0; one that grew since is read on in pages. */
+        size_t start = b->len, limit = max + 1;
+        size_t expected = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+        for (;;) {
+            size_t have = b->len - start;
+            if (have >= limit) break;
+            size_t chunk = have < expected ? expected - have + 1 : 4096;
+            if (chunk > limit - have) chunk = limit - have;
+            if ((rc = sonde_buf_reserve(b, chunk)) < 0) break;
+            ssize_t got = read(fd, b->data + b->len, chunk);
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                rc = -errno;
+                break;
+            }
+            if (got == 0) break;
+            b->len += (size_t)got;
+            b->data[b->len] = 0;
+        }
+        if (rc == 0 && b->len - start > max) {
+            if (!truncated) {
+                rc = -EFBIG;
+            } else {
+                *truncated = true;
+                b->len = start + max;
+                b->data[b->len] = 0;
+            }
+        }
+    }
+    close(fd);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* test_atomic.c — unit tests of file writing (src/core/file.c).
+/* test_prim_file.c — unit tests of file writing (src/prim/file.c).
  *
  * Checks that sonde_write_file_atomic creates and replaces files whole,
  * with 0666 & ~umask for a new file and the old bits for a replaced one,
@@ -12,7 +12,7 @@
  * of the same destination, and nothing else is. Tests run as root, so
  * read-only directories cannot make writes fail here.
  */
-#include "core/file.h"
+#include "prim/file.h"
 
 #include "check.h"
 

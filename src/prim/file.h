@@ -1,16 +1,19 @@
-/* file.h — writing a file all at once or not at all, and writing to a
- * stream the user named.
+/* file.h — writing a file all at once or not at all, writing to a stream
+ * the user named, and reading a regular file whole within a bound.
  *
- * Owns: the one file-writing service every part uses (reports of `sonde
+ * Owns: the one file service every part uses (reports of `sonde
  * run`/`attach`/`view`, pstats files of `sonde trace`, the launcher's early
- * check of -o). The bounded reader of regular files is sonde_buf_read_file
- * (buf.h). Plain C, no libpython, never in a signal handler or an allocator
- * hook. Every function returns 0 or -errno and prints nothing.
+ * check of -o; source text, the viewer and profiles read back). In
+ * src/prim/ because it follows paths as the kernel does (descriptors named
+ * through /proc, the umask). Plain C, no libpython, never in a signal
+ * handler or an allocator hook. Every function returns 0 or -errno and
+ * prints nothing.
  */
 #ifndef SONDE_FILE_H
 #define SONDE_FILE_H
 
-#include "common.h"
+#include "../core/buf.h"
+#include "../core/common.h"
 
 /* Writes data to the regular file path names (or a new one there)
  * atomically: a temporary file ".NAME.sonde-tmp.PID.XXXXXX" in the same
@@ -48,5 +51,15 @@ int sonde_check_output(const char *path);
  * waiting while a non-blocking fd is full. Returns 0 or -errno (-EIO when
  * write makes no progress). */
 int sonde_write_fd(int fd, const void *data, size_t len);
+
+/* Appends the contents of the regular file at path to b, at most max bytes
+ * of it. A file holding more sets *truncated (the first max bytes are kept)
+ * or, with truncated NULL, fails with -EFBIG (at once, before reading,
+ * when the file's size says so). Opened non-blocking and
+ * without becoming a controlling terminal, so a FIFO or device named by
+ * an untrusted path never blocks: it fails with -EINVAL (-EISDIR for a
+ * directory). Returns 0 or -errno; on failure b may hold part of the
+ * file. */
+int sonde_buf_read_file(sonde_buf_t *b, const char *path, size_t max, bool *truncated);
 
 #endif
