@@ -18,7 +18,8 @@
  *     Python's allocator while it calls through (pymalloc's own calls to
  *     malloc are counted once, never twice);
  *   - small objects within arenas cost the wrappers nothing but the
- *     sample countdown, and frees one bit test.
+ *     sample countdown, and frees one load (a per-stretch counter, then
+ *     a bit, shim_internal.h).
  * Allocation samples are taken here, in the wrappers, with the size Python
  * was asked for and the pointer it hands out (the malloc hooks below skip
  * the blocks they see while python_depth is set); a realloc that moves the
@@ -140,10 +141,12 @@ static __attribute__((noinline)) void shim_py_free_sampled(shim_pywrap_t *w, voi
     w->original.free(w->original.ctx, ptr);
 }
 
+/* (NULL needs no test of its own: were its stretch's counter and bit set,
+ * the table holds no NULL, and Python's free ignores it.) */
 static void shim_py_free(void *ctx, void *ptr)
 {
     shim_pywrap_t *w = ctx;
-    if (SONDE_UNLIKELY(ptr && sonde__shim_heap_maybe(ptr))) {
+    if (SONDE_UNLIKELY(sonde__shim_heap_maybe(ptr))) {
         shim_py_free_sampled(w, ptr);
         return;
     }
