@@ -10,10 +10,11 @@
  * that line as the block's site) and remembered here. A free loads its
  * stretch's counter (128 KiB of them, direct-mapped); only a stretch that
  * holds samples leads to one bit (the pointer's home slot; 32 KiB of
- * bitmap), and only a set bit to the table, under the lock. A remembered block that is freed is reported with
- * its site and weight, so the line that made it (not the one that frees
- * it) loses its live bytes. Deletion shifts later entries of the probe run
- * back, so an empty home slot always means "not remembered".
+ * bitmap), and only a set bit to the table, under the lock. A remembered
+ * block that is freed is reported with its site and weight, so the line
+ * that made it (not the one that frees it) loses its live bytes. Deletion
+ * shifts later entries of the probe run back, so an empty home slot
+ * always means "not remembered".
  *
  * ALL OF THIS RUNS INSIDE ALLOCATOR HOOKS. The table lock is a spinlock of
  * the shim's own, held for a few instructions and never while calling

@@ -18,8 +18,8 @@
  *     Python's allocator while it calls through (pymalloc's own calls to
  *     malloc are counted once, never twice);
  *   - small objects within arenas cost the wrappers nothing but the
- *     sample countdown, and frees one load (a per-stretch counter, then
- *     a bit, shim_internal.h).
+ *     sample countdown, and frees one load (a count of the samples in
+ *     the block's stretch of memory, shim_internal.h).
  * Allocation samples are taken here, in the wrappers, with the size Python
  * was asked for and the pointer it hands out (the malloc hooks below skip
  * the blocks they see while python_depth is set); a realloc that moves the

@@ -152,7 +152,7 @@ static inline uint32_t sonde__shim_heap_slot(const void *ptr)
  * stretches to a cache line, so the heap a program is working in keeps a
  * few lines of them in the cache). A free in a stretch whose counter is 0
  * frees nothing sampled: a shift, a mask and one load (raytrace: 22
- * instructions a Python free with the bitmap alone, 11 with this before
+ * instructions a Python free with the bitmap alone, 12 with this before
  * it). Written under the table lock only (heap.c); read without it, like
  * the bitmap: a block's counter is raised before the pointer leaves the
  * allocator, so any thread that can free it sees the raise. */
