@@ -3,16 +3,18 @@
  * Owns: a fixed table of sampled blocks (pointer, site, weight, size),
  * open addressing with linear probing from the pointer's home slot (a hash
  * of its 8 KiB stretch, then its 16-byte granule within it:
- * shim_internal.h), and the bitmap that mirrors which slots are in use.
- * Every thread counts down the
+ * shim_internal.h), the bitmap that mirrors which slots are in use, and
+ * a count of remembered blocks per stretch. Every thread counts down the
  * bytes it requests (shim_internal.h); the allocation that a mark falls in
  * is sampled, handed to the user (who charges it to its line and returns
- * that line as the block's site) and remembered here. A free tests one bit
- * (the pointer's home slot; 32 KiB of bitmap); only a set bit leads to the
- * table, under the lock. A remembered block that is freed is reported with
- * its site and weight, so the line that made it (not the one that frees
- * it) loses its live bytes. Deletion shifts later entries of the probe run
- * back, so an empty home slot always means "not remembered".
+ * that line as the block's site) and remembered here. A free loads its
+ * stretch's counter (128 KiB of them, direct-mapped); only a stretch that
+ * holds samples leads to one bit (the pointer's home slot; 32 KiB of
+ * bitmap), and only a set bit to the table, under the lock. A remembered
+ * block that is freed is reported with its site and weight, so the line
+ * that made it (not the one that frees it) loses its live bytes. Deletion
+ * shifts later entries of the probe run back, so an empty home slot
+ * always means "not remembered".
  *
  * ALL OF THIS RUNS INSIDE ALLOCATOR HOOKS. The table lock is a spinlock of
  * the shim's own, held for a few instructions and never while calling
@@ -31,6 +33,8 @@
 #define SHIM_HEAP_MAX_LIVE (SHIM_HEAP_SLOTS / 4)
 
 _Atomic uint64_t sonde__shim_heap_bits[SHIM_HEAP_SLOTS / 64];
+/* Remembered blocks per stretch (shim_internal.h): written under shim_heap_lock. */
+_Atomic uint32_t sonde__shim_heap_counters[1u << SHIM_HEAP_COUNTER_BITS];
 static uintptr_t shim_heap_ptr[SHIM_HEAP_SLOTS];                  /* protected by shim_heap_lock */
 static sonde__shim_heap_entry_t shim_heap_entry[SHIM_HEAP_SLOTS]; /* protected by shim_heap_lock */
 static uint32_t shim_heap_live;                                   /* protected by shim_heap_lock */
@@ -50,6 +54,15 @@ static void shim_heap_lock_give(void)
 static inline bool shim_heap_used(uint32_t slot)
 {
     return (sonde_atomic_load_relaxed(&sonde__shim_heap_bits[slot / 64]) >> (slot % 64)) & 1;
+}
+
+/* One more (delta 1) or one fewer (-1) remembered block starts in ptr's
+ * stretch. */
+static inline void shim_heap_count_unlocked(uintptr_t ptr, int delta)
+{
+    _Atomic uint32_t *counter = &sonde__shim_heap_counters[sonde__shim_heap_counter((void *)ptr)];
+    sonde_atomic_store_relaxed(counter,
+                               (uint32_t)((int64_t)sonde_atomic_load_relaxed(counter) + delta));
 }
 
 static inline void shim_heap_mark(uint32_t slot, bool used)
@@ -77,6 +90,7 @@ static void shim_heap_remove_unlocked(uint32_t slot)
 {
     uint32_t hole = slot;
     uint32_t next = (slot + 1) & (SHIM_HEAP_SLOTS - 1);
+    shim_heap_count_unlocked(shim_heap_ptr[slot], -1);
     while (shim_heap_used(next)) {
         uint32_t home = sonde__shim_heap_slot((const void *)shim_heap_ptr[next]);
         /* next may fill the hole if its home is not in (hole, next]. */
@@ -105,6 +119,7 @@ static void shim_heap_put_unlocked(const void *ptr, const sonde__shim_heap_entry
         slot = (slot + 1) & (SHIM_HEAP_SLOTS - 1);
     shim_heap_ptr[slot] = (uintptr_t)ptr;
     shim_heap_entry[slot] = *entry;
+    shim_heap_count_unlocked((uintptr_t)ptr, 1);
     shim_heap_mark(slot, true);
     shim_heap_live++;
 }
@@ -224,6 +239,9 @@ void sonde__shim_heap_reset(void)
         while (bits) {
             uint32_t slot = i * 64 + (uint32_t)__builtin_ctzll(bits);
             bits &= bits - 1;
+            sonde_atomic_store_relaxed(
+                &sonde__shim_heap_counters[sonde__shim_heap_counter((void *)shim_heap_ptr[slot])],
+                0);
             shim_heap_ptr[slot] = 0;
         }
         sonde_atomic_store_relaxed(&sonde__shim_heap_bits[i], 0);

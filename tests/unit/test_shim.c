@@ -11,7 +11,8 @@
  * error); each thread's allocations are reported on that thread; blocks
  * allocated through a wrapped Python domain are Python's and sampled once
  * (not again by the malloc hook); only remembered blocks are reported
- * when freed, with their site; a block realloc moves is freed and
+ * when freed, with their site, each once however densely they are
+ * packed; a block realloc moves is freed and
  * allocated again; copies are counted; errno is kept; a forked child is
  * inert; realloc of a block handed out before the shim knew libc works.
  */
@@ -356,6 +357,37 @@ static void test_python_domain(void)
           "%.0f freed for %.0f sampled", freed, made);
 }
 
+/* Samples packed close together (a mark every 64 bytes on average in
+ * 48-byte blocks side by side: dozens to each 8 KiB stretch, long probe
+ * runs in the table) are each reported once when freed, whatever the
+ * order, with the weight they were taken with, and their unsampled
+ * neighbours are not: the per-stretch counters, the bitmap and the
+ * table's deletions agree. */
+static void test_dense(void)
+{
+    enum { N = 12000, PRIME = 7919 }; /* PRIME does not divide N */
+    static void *blocks[N];
+    int from = atomic_load(&n_events);
+    for (int i = 0; i < N; i++)
+        blocks[i] = malloc(48);
+    int mid = atomic_load(&n_events), tracked = 0;
+    double kept = 0;
+    for (int i = from; i < mid && i < MAX_EVENTS; i++) {
+        if (events[i].event.kind != SONDE_SHIM_EV_ALLOC || !events[i].event.tracked) continue;
+        tracked++;
+        kept += events[i].event.weight;
+    }
+    for (int i = 0; i < N; i++)
+        free(blocks[(size_t)i * PRIME % N]);
+    int freed = 0;
+    double weight = weight_sum(mid, SONDE_SHIM_EV_FREE, NULL, NULL, &freed);
+    check(tracked > N / 3 && freed == tracked && weight > kept * (1 - 1e-9) &&
+              weight < kept * (1 + 1e-9),
+          "shim_dense_samples_freed_once",
+          "%d of %d blocks remembered, %d reported freed (%.0f of %.0f bytes)", tracked, N, freed,
+          weight, kept);
+}
+
 static void test_sites(void)
 {
     enum { N = 400 };
@@ -510,6 +542,9 @@ int main(int argc, char **argv)
     test_small_blocks();
     test_threads();
     test_python_domain();
+    shim_stop();
+    start(64, 1 << 30);
+    test_dense();
     shim_stop();
     start(MIB, MIB);
     test_sites();
