@@ -30,83 +30,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char attach_usage[] =
-    "usage: sonde attach [options] PID\n"
-    "\n"
-    "Samples the Python threads of a running process from outside (nothing is\n"
-    "loaded into it) until Ctrl-C, --duration, or the process exits, then writes\n"
-    "what it found: a flame graph, folded stacks, speedscope, pprof, or the\n"
-    "same line-level report as 'sonde run'.\n"
-    "\n"
-    "options:\n"
-    "  -r, --rate HZ        samples per second (default 100, at most 10000)\n"
-    "  -d, --duration S     stop after S seconds (default: until Ctrl-C or exit)\n"
-    "  -o, --output FILE    write to FILE (the format follows its extension:\n"
-    "                       .svg .folded .collapsed .speedscope.json .pb.gz .pprof\n"
-    "                       .json .html .txt); --outfile is the same option\n"
-    "  -f, --format F       text | json | html | folded | svg | speedscope | pprof\n"
-    "                       (default: from -o's extension, else text)\n"
-    "  --threads            keep each thread's stacks apart (flame graphs)\n"
-    "  --idle               include threads that are not running (blocked in a\n"
-    "                       lock, a sleep, I/O); by default flame graphs show only\n"
-    "                       running threads, judged from the kernel's thread state\n"
-    "  --gil                only the thread holding the GIL\n"
-    "  --subprocesses       also sample the Python processes PID starts\n"
-    "                       (--no-subprocesses: only PID, the default)\n"
-    "  --profile-all        report the lines of every file, the standard library\n"
-    "                       and site-packages included (default: the program's\n"
-    "                       own files), as 'sonde run'\n"
-    "  --profile-only PAT[,PAT]     report only files whose path contains a PAT\n"
-    "  --profile-exclude PAT[,PAT]  do not report files whose path contains a PAT\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "continuous profiles (one profile per period; see docs/fleet.md):\n"
-    "  --period S           write one profile every S seconds (pprof, or --format)\n"
-    "  --period-dir DIR     ... into DIR as sonde-FROM-UNTIL.EXT (unix ms)\n"
-    "  --keep N             ... keeping the newest N there (default 60)\n"
-    "  --upload URL         ... and/or POST them to a Pyroscope-compatible server\n"
-    "                       (URL: the server, e.g. http://localhost:4040, or its\n"
-    "                       /ingest endpoint)\n"
-    "  --app-name NAME      the application name there (default python)\n"
-    "  --tag KEY=VALUE      a label on every profile (repeatable)\n"
-    "  --upload-headers-file FILE  'Name: value' lines sent with every request\n"
-    "                       (else $SONDE_UPLOAD_HEADERS, one per line)\n"
-    "  --upload-timeout S   limit of each request (default 10)\n"
-    "  --spool-dir DIR      periods waiting to be sent (default\n"
-    "                       $TMPDIR/sonde-spool-PID); a backend that is down or\n"
-    "                       slow is retried with backoff, never holding sampling\n"
-    "  --spool-max N        periods waiting at most, oldest dropped (default 1000)\n"
-    "  --spool-max-bytes B  bytes waiting at most (default 256 MiB)\n"
-    "  Ctrl-C or SIGTERM writes and sends the last, partial period.\n"
-    "\n"
-    "The text and JSON reports charge time as 'sonde run' does (Python, native and\n"
-    "system time on the program's own lines, blocked time in sleeps and I/O\n"
-    "included); --idle and --threads shape the stacks only. Without -o the output\n"
-    "goes to stdout. Attaching needs ptrace access to PID (same user, or root).\n";
+/* The commands' help (attach_options.c's tables). */
+static void attach_help(sonde_buf_t *out)
+{
+    sonde_attach_help(SONDE_ATTACH_MODE_ATTACH, out);
+}
 
-static const char record_usage[] =
-    "usage: sonde record [options] -- COMMAND [ARGS...]\n"
-    "\n"
-    "Runs COMMAND (e.g. python3 app.py) and samples it from outside while it\n"
-    "runs, at no cost to the program beyond the CPU the sampler takes, until it\n"
-    "ends; then ends as COMMAND ended: with its exit status, or killed by the\n"
-    "same signal. Ctrl-C and Ctrl-\\ reach COMMAND from the terminal; other\n"
-    "signals sent to sonde alone (kill PID) are passed on to it.\n"
-    "\n"
-    "options: as 'sonde attach' (--rate, --duration, -o, --format, --threads,\n"
-    "--idle, --gil, --profile-all, --profile-only, --profile-exclude), plus\n"
-    "  --subprocesses       also sample the Python processes COMMAND starts\n"
-    "                       (COMMAND may then be a shell script or a launcher;\n"
-    "                       --no-subprocesses: only COMMAND, the default)\n"
-    "\n"
-    "Without -o the output goes to stderr, after the program's own output.\n";
+static void record_help(sonde_buf_t *out)
+{
+    sonde_attach_help(SONDE_ATTACH_MODE_RECORD, out);
+}
 
-static const char dump_usage[] =
-    "usage: sonde dump PID\n"
-    "\n"
-    "Prints the current Python stack of every thread of PID, innermost frame\n"
-    "first, with each thread's state (active or idle, the system call it waits\n"
-    "in, +gil for the holder of the GIL). The process is not stopped.\n";
+static void dump_help(sonde_buf_t *out)
+{
+    sonde_attach_help(SONDE_ATTACH_MODE_DUMP, out);
+}
 
 /* ---- signals: attach ------------------------------------------------------------ */
 
@@ -271,10 +209,7 @@ int sonde_cli_attach(int argc, char **argv)
     char what[64];
     int rc = attach_parse(SONDE_ATTACH_MODE_ATTACH, argc, argv, &args);
     if (rc) return rc;
-    if (args.help) {
-        fputs(attach_usage, stdout);
-        return 0;
-    }
+    if (args.help) return sonde_cli_help(attach_help);
     sonde_prim_raise_fd_limit(); /* a few files per thread of the target */
     sonde_attach_init(&a, &args.opts);
     rc = sonde_attach_add_root(&a, args.pid);
@@ -339,10 +274,7 @@ int sonde_cli_record(int argc, char **argv)
     char what[64];
     int rc = attach_parse(SONDE_ATTACH_MODE_RECORD, argc, argv, &args);
     if (rc) return rc;
-    if (args.help) {
-        fputs(record_usage, stdout);
-        return 0;
-    }
+    if (args.help) return sonde_cli_help(record_help);
     fflush(NULL);
     /* Signals wait until the handler knows the command's pid; the command
      * starts with the mask sonde had. */
@@ -404,10 +336,7 @@ int sonde_cli_dump(int argc, char **argv)
     char version[32] = "";
     int rc = attach_parse(SONDE_ATTACH_MODE_DUMP, argc, argv, &args);
     if (rc) return rc;
-    if (args.help) {
-        fputs(dump_usage, stdout);
-        return 0;
-    }
+    if (args.help) return sonde_cli_help(dump_help);
     sonde_prim_raise_fd_limit();
     rc = sonde_attach_dump(args.pid, &out, version, sizeof version);
     if (rc < 0) {

@@ -35,7 +35,7 @@ typedef struct sonde_attach_args {
     bool help;                    /* -h/--help: nothing else is set */
     sonde_period_args_t period;   /* attach only */
     /* --profile-all, --profile-only, --profile-exclude, parsed by `run`'s
-     * own code (sonde_run_opts_file_word) into these options, which own the
+     * own table (sonde_run_file_options) into these options, which own the
      * patterns; opts.files points into them. */
     sonde_run_opts_t files;
 } sonde_attach_args_t;
@@ -49,6 +49,8 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
                             sonde_attach_args_t *args, char *err, size_t err_len);
 /* Frees what args owns (the patterns). Idempotent. */
 void sonde_attach_args_free(sonde_attach_args_t *args);
+/* Appends the help of the command (its options from the same tables). */
+void sonde_attach_help(sonde_attach_mode_t mode, sonde_buf_t *out);
 
 /* ---- output and messages (attach_report.c) --------------------------------- */
 

@@ -1,20 +1,183 @@
 /* attach_options.c — the command lines of `sonde attach`, `record`, `dump`.
  *
- * Owns: sonde_attach_args_parse, a pure parser (no printing, no file
- * system, argv left as it is) so that tests/unit/test_attach_options.c can
- * check every option and message. Formats come from the registry
- * (src/report/format.c): --format NAME, else -o's ending. Called by
- * attach.c on the command's main thread; no signal context.
+ * Owns: the option table of the three commands, their help, and
+ * sonde_attach_args_parse, a pure parser (no printing, no file system,
+ * argv left as it is) so that tests/unit/test_attach_options.c can check
+ * every option and message. The grammar is src/core/opt.c's; the files to
+ * profile are run's options (src/launch/options.c), the format and output
+ * the report options every command shares (src/launch/report_options.c:
+ * --format NAME, --json, --html, else -o's ending), the periods
+ * period.c's. Called by attach.c on the command's main thread; no signal
+ * context.
  */
 #include "attach_cli.h"
 #include "period.h"
 
 #include "../core/buf.h"
+#include "../launch/report_options.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum {
+    ATTACH_RATE,
+    ATTACH_DURATION,
+    ATTACH_THREADS,
+    ATTACH_IDLE,
+    ATTACH_GIL,
+    ATTACH_SUB,
+    ATTACH_NO_SUB
+};
+
+static int aopts_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                       char *err, size_t err_len)
+{
+    sonde_attach_opts_t *a = target;
+    switch (opt->id) {
+    case ATTACH_RATE:
+        if (!sonde_opt_number(value, &a->rate_hz) || a->rate_hz < 1 ||
+            a->rate_hz > SONDE_ATTACH_MAX_RATE)
+            return sonde_errf(err, err_len,
+                              "--rate must be a number of samples per second from 1 to %.0f, "
+                              "not '%s'",
+                              SONDE_ATTACH_MAX_RATE, value);
+        break;
+    case ATTACH_DURATION:
+        if (!sonde_opt_number(value, &a->duration_sec) || a->duration_sec <= 0 ||
+            a->duration_sec > 1e7)
+            return sonde_errf(err, err_len,
+                              "--duration must be a positive number of seconds, not '%s'", value);
+        break;
+    case ATTACH_THREADS:
+        a->per_thread = true;
+        break;
+    case ATTACH_IDLE:
+        a->idle = true;
+        break;
+    case ATTACH_GIL:
+        a->gil_only = true;
+        break;
+    default:
+        a->subprocesses = opt->id == ATTACH_SUB;
+        break;
+    }
+    return 0;
+}
+
+static const sonde_opt_t aopts_table[] = {
+    {"--rate", NULL, 'r', SONDE_OPT_VALUE, ATTACH_RATE, 0, "HZ", NULL,
+     "samples per second (default 100, at most 10000)", NULL},
+    {"--duration", NULL, 'd', SONDE_OPT_VALUE, ATTACH_DURATION, 0, "S", NULL,
+     "stop sampling after S seconds (default: until Ctrl-C or the process ends)", NULL},
+    {"--threads", NULL, 0, SONDE_OPT_FLAG, ATTACH_THREADS, 0, NULL, NULL,
+     "keep each thread's stacks apart (flame graphs)", NULL},
+    {"--idle", NULL, 0, SONDE_OPT_FLAG, ATTACH_IDLE, 0, NULL, NULL,
+     "include threads that are not running (blocked in a lock, a sleep, I/O); by default "
+     "flame graphs show only running threads, judged from the kernel's thread state",
+     NULL},
+    {"--gil", NULL, 0, SONDE_OPT_FLAG, ATTACH_GIL, 0, NULL, NULL, "only the thread holding the GIL",
+     NULL},
+    {"--subprocesses", NULL, 0, SONDE_OPT_FLAG, ATTACH_SUB, 0, NULL, NULL,
+     "also sample the Python processes the process starts (default: the process alone)", NULL},
+    {"--no-subprocesses", NULL, 0, SONDE_OPT_FLAG, ATTACH_NO_SUB, 0, NULL, NULL, NULL, NULL},
+};
+
+static const sonde_opt_family_t aopts_options = {
+    NULL, aopts_table, SONDE_ARRAY_LEN(aopts_table), aopts_apply, NULL,
+};
+
+/* The families of attach (record: all but the last), in the order of
+ * aopts_targets. */
+static const sonde_opt_family_t *const aopts_attach_families[] = {
+    &aopts_options,
+    &sonde_run_file_options,
+    &sonde_report_format_options,
+    &sonde_report_output_options,
+    &sonde_cli_period_options,
+    NULL,
+};
+static const sonde_opt_family_t *const aopts_record_families[] = {
+    &aopts_options,
+    &sonde_run_file_options,
+    &sonde_report_format_options,
+    &sonde_report_output_options,
+    NULL,
+};
+static const sonde_opt_family_t *const aopts_dump_families[] = {NULL};
+
+/* attach, dump: the one process id, anywhere among the options. */
+typedef struct aopts_pid_word {
+    sonde_attach_mode_t mode;
+    const char *word; /* borrowed; NULL until given */
+} aopts_pid_word_t;
+
+static int aopts_positional(void *arg, const char *word, char *err, size_t err_len)
+{
+    aopts_pid_word_t *pid = arg;
+    if (pid->word)
+        return sonde_errf(err, err_len, "%s takes one process id, not '%s'",
+                          pid->mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", word);
+    pid->word = word;
+    return 1;
+}
+
+static const sonde_opt_cmd_t aopts_commands[] = {
+    [SONDE_ATTACH_MODE_ATTACH] =
+        {
+            "attach",
+            "usage: sonde attach [options] PID\n"
+            "\n"
+            "Samples the Python threads of a running process from outside (nothing is\n"
+            "loaded into it) until Ctrl-C, --duration, or the process exits, then writes\n"
+            "what it found in any of the formats below: the stack formats (flame\n"
+            "graphs), or the same line-level report as 'sonde run'. Without -o the\n"
+            "output goes to standard output.\n",
+            "The text and JSON reports charge time as 'sonde run' does (Python, native and\n"
+            "system time on the program's own lines, blocked time in sleeps and I/O\n"
+            "included); --idle and --threads shape the stacks only. Attaching needs\n"
+            "ptrace access to PID (same user, or root).\n",
+            aopts_attach_families,
+            false,
+            aopts_positional,
+        },
+    [SONDE_ATTACH_MODE_RECORD] =
+        {
+            "record",
+            "usage: sonde record [options] -- COMMAND [ARGS...]\n"
+            "\n"
+            "Runs COMMAND (e.g. python3 app.py) and samples it from outside while it\n"
+            "runs, at no cost to the program beyond the CPU the sampler takes, until it\n"
+            "ends; then ends as COMMAND ended: with its exit status, or killed by the\n"
+            "same signal. Ctrl-C and Ctrl-\\ reach COMMAND from the terminal; other\n"
+            "signals sent to sonde alone (kill PID) are passed on to it. Without -o the\n"
+            "output goes to standard error, after the program's own output.\n",
+            "With --subprocesses, COMMAND may be a shell script or a launcher: the Python\n"
+            "processes it starts are sampled.\n",
+            aopts_record_families,
+            false,
+            NULL,
+        },
+    [SONDE_ATTACH_MODE_DUMP] =
+        {
+            "dump",
+            "usage: sonde dump PID\n"
+            "\n"
+            "Prints the current Python stack of every thread of PID, innermost frame\n"
+            "first, with each thread's state (active or idle, the system call it waits\n"
+            "in, +gil for the holder of the GIL). The process is not stopped.\n",
+            NULL,
+            aopts_dump_families,
+            false,
+            aopts_positional,
+        },
+};
+
+void sonde_attach_help(sonde_attach_mode_t mode, sonde_buf_t *out)
+{
+    sonde_opt_help(&aopts_commands[mode], out);
+}
 
 static bool aopts_pid(const char *text, pid_t *pid)
 {
@@ -25,86 +188,22 @@ static bool aopts_pid(const char *text, pid_t *pid)
     return true;
 }
 
-/* One option word of attach or record at argv[*i]. Returns 0 or -EINVAL
- * with the message in err. */
-static int aopts_one(sonde_attach_mode_t mode, int argc, char *const *argv, int *i,
-                     sonde_attach_args_t *args, char *err, size_t err_len)
-{
-    const char *w = argv[*i], *eq = NULL, *value = NULL;
-    int taken = sonde_run_opts_file_word(&args->files, argc, argv, i, err, err_len);
-    if (taken < 0) return taken;
-    if (taken > 0) {
-        const sonde_run_opts_t *f = &args->files;
-        sonde_filechoice_t files = {f->profile_all, f->profile_only, f->n_profile_only,
-                                    f->profile_exclude, f->n_profile_exclude};
-        args->opts.files = files;
-        return 0;
-    }
-    if (sonde_cli_opt_is(w, "--rate", NULL, "-r", &eq)) {
-        if (!(value = sonde_cli_opt_value(argc, argv, i, eq)))
-            return sonde_errf(err, err_len, "option %s needs a value", w);
-        if (!sonde_cli_opt_number(value, &args->opts.rate_hz) || args->opts.rate_hz < 1 ||
-            args->opts.rate_hz > SONDE_ATTACH_MAX_RATE)
-            return sonde_errf(err, err_len,
-                              "--rate must be a number of samples per second from 1 to %.0f, "
-                              "not '%s'",
-                              SONDE_ATTACH_MAX_RATE, value);
-    } else if (sonde_cli_opt_is(w, "--duration", NULL, "-d", &eq)) {
-        if (!(value = sonde_cli_opt_value(argc, argv, i, eq)))
-            return sonde_errf(err, err_len, "option %s needs a value", w);
-        if (!sonde_cli_opt_number(value, &args->opts.duration_sec) ||
-            args->opts.duration_sec <= 0 || args->opts.duration_sec > 1e7)
-            return sonde_errf(err, err_len,
-                              "--duration must be a positive number of seconds, not '%s'", value);
-    } else if (sonde_cli_opt_is(w, "--output", "--outfile", "-o", &eq)) {
-        if (!(args->outfile = sonde_cli_opt_value(argc, argv, i, eq)) || !args->outfile[0])
-            return sonde_errf(err, err_len, "option %s needs a file name", w);
-    } else if (sonde_cli_opt_is(w, "--format", NULL, "-f", &eq)) {
-        if (!(value = sonde_cli_opt_value(argc, argv, i, eq)))
-            return sonde_errf(err, err_len, "option %s needs a value", w);
-        if (!(args->format = sonde_format_named(value))) {
-            char names[256];
-            sonde_format_list(names, sizeof names, false);
-            return sonde_errf(err, err_len, "unknown format '%s' (%s)", value, names);
-        }
-    } else if (mode == SONDE_ATTACH_MODE_ATTACH &&
-               (taken = sonde_cli_period_word(argc, argv, i, &args->period, err, err_len)) != 0) {
-        return taken < 0 ? taken : 0;
-    } else if (strcmp(w, "--threads") == 0) {
-        args->opts.per_thread = true;
-    } else if (strcmp(w, "--idle") == 0) {
-        args->opts.idle = true;
-    } else if (strcmp(w, "--gil") == 0) {
-        args->opts.gil_only = true;
-    } else if (strcmp(w, "--subprocesses") == 0) {
-        args->opts.subprocesses = true;
-    } else if (strcmp(w, "--no-subprocesses") == 0) {
-        args->opts.subprocesses = false;
-    } else {
-        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde %s --help')", w,
-                          mode == SONDE_ATTACH_MODE_RECORD ? "record" : "attach");
-    }
-    return 0;
-}
-
 /* After the words: the process or the command, and the format. */
-static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv, int i,
-                        const char *pid_word, sonde_attach_args_t *args, char *err, size_t err_len)
+static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv,
+                        const sonde_opt_ctx_t *ctx, const char *pid_word, sonde_attach_args_t *args,
+                        char *err, size_t err_len)
 {
     if (mode == SONDE_ATTACH_MODE_RECORD) {
-        if (i >= argc)
+        if (ctx->program < 0)
             return sonde_errf(err, err_len,
                               "record needs a command to run, e.g. 'sonde record -o out.svg -- "
                               "python3 app.py'");
-        args->command = argv + i;
+        args->command = argv + ctx->program;
     } else {
         const char *what = mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach";
-        if (!pid_word && i < argc) pid_word = argv[i++]; /* after "--" */
         if (!pid_word)
             return sonde_errf(err, err_len, "%s needs the id of a process, e.g. 'sonde %s 4242'",
                               what, what);
-        if (i < argc)
-            return sonde_errf(err, err_len, "%s takes one process id, not '%s'", what, argv[i]);
         if (!aopts_pid(pid_word, &args->pid))
             return sonde_errf(err, err_len, "'%s' is not a process id", pid_word);
     }
@@ -131,34 +230,22 @@ void sonde_attach_args_free(sonde_attach_args_t *args)
 int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *argv,
                             sonde_attach_args_t *args, char *err, size_t err_len)
 {
-    const char *pid_word = NULL; /* attach, dump: options may follow the pid */
-    int i = 0;
+    sonde_report_choice_t report = {0};
+    aopts_pid_word_t pid = {mode, NULL};
+    void *targets[] = {&args->opts, &args->files, &report, &report, &args->period};
+    sonde_opt_ctx_t ctx = {.targets = targets, .arg = &pid};
     memset(args, 0, sizeof *args);
     sonde_attach_opts_default(&args->opts);
     sonde_run_opts_default(&args->files);
-    for (; i < argc; i++) {
-        const char *w = argv[i];
-        if (strcmp(w, "--") == 0) {
-            i++;
-            break;
-        }
-        if (w[0] != '-' || !w[1]) {
-            if (mode == SONDE_ATTACH_MODE_RECORD) break;
-            if (pid_word)
-                return sonde_errf(err, err_len, "%s takes one process id, not '%s'",
-                                  mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", w);
-            pid_word = w;
-            continue;
-        }
-        if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
-            args->help = true;
-            return 0;
-        }
-        if (mode == SONDE_ATTACH_MODE_DUMP)
-            return sonde_errf(err, err_len,
-                              "unknown option '%s' for dump (see 'sonde dump --help')", w);
-        int rc = aopts_one(mode, argc, argv, &i, args, err, err_len);
-        if (rc < 0) return rc;
-    }
-    return aopts_settle(mode, argc, argv, i, pid_word, args, err, err_len);
+    int rc = sonde_opt_parse(&aopts_commands[mode], &ctx, argc, argv, err, err_len);
+    if (rc < 0) return rc;
+    /* the patterns stay in args->files, which owns them */
+    const sonde_run_opts_t *f = &args->files;
+    args->opts.files = (sonde_filechoice_t){f->profile_all, f->profile_only, f->n_profile_only,
+                                            f->profile_exclude, f->n_profile_exclude};
+    args->help = ctx.help;
+    if (args->help) return 0;
+    args->format = report.format;
+    args->outfile = report.outfile;
+    return aopts_settle(mode, argc, argv, &ctx, pid.word, args, err, err_len);
 }

@@ -63,6 +63,11 @@ int sonde_cli_launch(const char *mode, const struct sonde_program *prog, const c
                      const char *options, bool preload_shim, const struct sonde_run_opts *collect,
                      const struct sonde_period_args *period);
 
+/* Prints a command's help, which write appends to a buffer, on standard
+ * output. Returns 0 (the exit status of --help), or 1 after saying that
+ * memory ran out. */
+int sonde_cli_help(void (*write)(struct sonde_buf *out));
+
 /* Prints "sonde: <message>\n" on stderr. */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,6 +1,8 @@
 /* main.c — the `sonde` command: dispatch, help, version, --python.
  *
  * Owns: sonde_cli_main, called by main() (entry.c) of build/bin/sonde only:
+ * the options before the command (one table, src/core/opt.c's grammar),
+ * the table of commands and the help made from both, sonde_cli_help;
  * the extension module links no command line; `python3 -m sonde ...` execs
  * this command as `sonde --python <its sys.executable> ...`. No libpython,
  * no signal handlers.
@@ -9,6 +11,8 @@
 #include "period.h"
 
 #include "../collect/collect.h"
+#include "../core/buf.h"
+#include "../core/opt.h"
 
 #include "../launch/launch.h"
 #include "../prim/prim.h"
@@ -19,38 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char main_usage[] =
-    "usage: sonde <command> [options] ...\n"
-    "\n"
-    "sonde is a profiler for Python programs.\n"
-    "\n"
-    "commands:\n"
-    "  run      run a program and report where its time goes, line by line,\n"
-    "           split into Python, native and system time (threads included)\n"
-    "           e.g. sonde run app.py args   |   sonde run -m package.module\n"
-    "  trace    run a program and record every function call, as cProfile does\n"
-    "           (same report and pstats files, a fraction of the overhead)\n"
-    "           e.g. sonde trace app.py args   |   sonde trace -o out.prof -m mod\n"
-    "  view     turn a JSON profile into one self-contained HTML report\n"
-    "           e.g. sonde view profile.json   |   sonde view p.json -o p.html\n"
-    "  merge    add JSON profiles (runs, hosts, processes) up into one report\n"
-    "           e.g. sonde merge a.json b.json -o merged.json\n"
-    "  attach   sample a running Python process from outside: flame graphs, reports\n"
-    "           e.g. sonde attach 4242 -d 30 -o profile.svg\n"
-    "  record   run a command and sample it from outside\n"
-    "           e.g. sonde record -o out.json -- python3 app.py args\n"
-    "  dump     print every thread's current Python stack of a running process\n"
-    "           e.g. sonde dump 4242\n"
-    "\n"
-    "options:\n"
-    "  -h, --help     show this help ('sonde run --help' for a command's options)\n"
-    "  --version      show the version\n"
-    "  --python PATH  the interpreter 'run' and 'trace' start (default: $SONDE_PYTHON,\n"
-    "                 else python3 as found on PATH, so an activated venv's)\n"
-    "\n"
-    "The same commands are available as `python3 -m sonde ...`, which runs this\n"
-    "command with --python set to that python3.\n";
 
 void sonde_cli_error(const char *fmt, ...)
 {
@@ -182,31 +154,115 @@ int sonde_cli_launch(const char *mode, const sonde_program_t *prog, const char *
     return 127;
 }
 
-/* Takes a leading "--python PATH" or "--python=PATH" off the command line
- * (argv[1..]). Returns the number of words taken (0, 1 or 2), or -1 after
- * printing an error. */
-static int main_take_python(int argc, char **argv)
+/* ---- the command line ------------------------------------------------------------------ */
+
+/* The options before the command. */
+typedef struct main_args {
+    bool version;       /* --version, -V */
+    const char *python; /* --python PATH, borrowed; NULL if not given */
+} main_args_t;
+
+static int main_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                      char *err, size_t err_len)
 {
-    if (argc < 2) return 0;
-    const char *word = argv[1];
-    const char *python = NULL;
-    if (strncmp(word, "--python=", 9) == 0) {
-        python = word + 9;
-    } else if (strcmp(word, "--python") == 0) {
-        if (argc < 3) {
-            sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
-            return -1;
+    main_args_t *args = target;
+    if (opt->kind == SONDE_OPT_FLAG)
+        args->version = true;
+    else
+        args->python = value;
+    return 0;
+}
+
+static const sonde_opt_t main_table[] = {
+    {"--version", NULL, 'V', SONDE_OPT_FLAG, 0, 0, NULL, NULL, "show the version", NULL},
+    {"--python", NULL, 0, SONDE_OPT_VALUE, 0, SONDE_OPT_NONEMPTY, "PATH",
+     "a path to an interpreter",
+     "the interpreter 'run' and 'trace' start (default: $SONDE_PYTHON, else python3 as found on "
+     "PATH, so an activated venv's)",
+     NULL},
+};
+static const sonde_opt_family_t main_options = {
+    NULL, main_table, SONDE_ARRAY_LEN(main_table), main_apply, NULL,
+};
+static const sonde_opt_family_t *const main_families[] = {&main_options, NULL};
+
+static const sonde_opt_cmd_t main_command = {
+    "",
+    "",
+    "'sonde COMMAND --help' shows a command's options. The same commands are\n"
+    "available as `python3 -m sonde ...`, which runs this command with --python\n"
+    "set to that python3.\n",
+    main_families,
+    false,
+    NULL,
+};
+
+static int main_children(int argc, char **argv)
+{
+    return sonde_collect_children_main(argc, argv, sonde_cli_gzip);
+}
+
+/* The commands: name, entry, whether it launches the program (run, trace),
+ * and what the help says of it and an example (NULL: internal, not
+ * listed). */
+static const struct main_cmd {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    bool launches;
+    const char *about;
+    const char *example;
+} main_commands[] = {
+    {"run", sonde_cli_run, true,
+     "run a program and report where its time goes, line by line, split into Python, native "
+     "and system time (threads included)",
+     "sonde run app.py args  |  sonde run -m package.module"},
+    {"trace", sonde_cli_trace, true,
+     "run a program and record every function call, as cProfile does (same report and pstats "
+     "files, a fraction of the overhead)",
+     "sonde trace app.py args  |  sonde trace -o out.prof -m mod"},
+    {"view", sonde_cli_view, false, "turn a JSON profile into one self-contained HTML report",
+     "sonde view profile.json  |  sonde view p.json -o p.html"},
+    {"merge", sonde_cli_merge, false,
+     "add JSON profiles (runs, hosts, processes) up into one report",
+     "sonde merge a.json b.json -o merged.json"},
+    {"attach", sonde_cli_attach, false,
+     "sample a running Python process from outside: flame graphs, reports",
+     "sonde attach 4242 -d 30 -o profile.svg"},
+    {"record", sonde_cli_record, false, "run a command and sample it from outside",
+     "sonde record -o out.json -- python3 app.py args"},
+    {"dump", sonde_cli_dump, false,
+     "print every thread's current Python stack of a running process", "sonde dump 4242"},
+    {"_periods", sonde_cli_run_periods_main, false, NULL, NULL},
+    {"_children", main_children, false, NULL, NULL},
+};
+
+#define MAIN_HELP_COLUMN 11 /* the commands' column in the help */
+
+static void main_help(sonde_buf_t *out)
+{
+    sonde_buf_puts(out, "usage: sonde [options] <command> [options] ...\n"
+                        "\n"
+                        "sonde is a profiler for Python programs.\n"
+                        "\n"
+                        "commands:\n");
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(main_commands); i++)
+        if (main_commands[i].about) {
+            sonde_opt_help_item(out, main_commands[i].name, main_commands[i].about,
+                                MAIN_HELP_COLUMN);
+            sonde_buf_printf(out, "%*se.g. %s\n", MAIN_HELP_COLUMN, "", main_commands[i].example);
         }
-        python = argv[2];
-    } else {
-        return 0;
-    }
-    if (!*python) {
-        sonde_cli_error("--python needs a path to an interpreter (see 'sonde --help')");
-        return -1;
-    }
-    sonde_cli_choose_python(python);
-    return word[8] == '=' ? 1 : 2;
+    sonde_opt_help(&main_command, out);
+}
+
+int sonde_cli_help(void (*write)(sonde_buf_t *out))
+{
+    sonde_buf_t text = SONDE_BUF_INIT;
+    write(&text);
+    int rc = sonde_buf_error(&text);
+    if (rc == 0) fputs(text.data ? text.data : "", stdout);
+    sonde_buf_free(&text);
+    if (rc < 0) sonde_cli_error("out of memory");
+    return rc < 0 ? 1 : 0;
 }
 
 /* A run or trace that returns did not start the program (or was --help):
@@ -220,48 +276,45 @@ static int main_unblock(int status)
 
 int sonde_cli_main(int argc, char **argv)
 {
-    int taken = main_take_python(argc, argv);
-    if (taken < 0) return 2;
-    if (taken > 0) {
-        /* the command name moves up to argv[1]; argv[0] stays */
-        argv[taken] = argv[0];
-        argv += taken;
-        argc -= taken;
-    }
-    if (argc < 2) {
-        fputs(main_usage, stderr);
+    main_args_t args = {0};
+    void *targets[] = {&args};
+    sonde_opt_ctx_t ctx = {.targets = targets};
+    char err[512] = "";
+    if (sonde_opt_parse(&main_command, &ctx, argc - 1, argv + 1, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
         return 2;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(main_usage, stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+    if (args.python) sonde_cli_choose_python(args.python);
+    if (ctx.help) return sonde_cli_help(main_help);
+    if (args.version) {
         printf("sonde %s (Python: %s)\n", SONDE_VERSION, sonde_cli_python());
         return 0;
     }
-    /* run and trace: a signal from here on waits for the boot's handlers
-     * (or, if the launch fails, ends the launcher after its message) */
-    bool launches = strcmp(cmd, "run") == 0 || strcmp(cmd, "trace") == 0;
-    int block_rc = launches ? sonde_launch_block_signals() : 0;
-    if (block_rc < 0) {
-        sonde_cli_error("cannot block signals: %s", strerror(-block_rc));
+    if (ctx.program < 0) {
+        sonde_buf_t text = SONDE_BUF_INIT;
+        main_help(&text);
+        fputs(text.data ? text.data : "", stderr);
+        sonde_buf_free(&text);
         return 2;
     }
-    if (strcmp(cmd, "run") == 0) return main_unblock(sonde_cli_run(argc - 2, argv + 2));
-    if (strcmp(cmd, "trace") == 0) return main_unblock(sonde_cli_trace(argc - 2, argv + 2));
-    if (strcmp(cmd, "view") == 0) return sonde_cli_view(argc - 2, argv + 2);
-    if (strcmp(cmd, "merge") == 0) return sonde_cli_merge(argc - 2, argv + 2);
-    if (strcmp(cmd, "attach") == 0) return sonde_cli_attach(argc - 2, argv + 2);
-    if (strcmp(cmd, "record") == 0) return sonde_cli_record(argc - 2, argv + 2);
-    if (strcmp(cmd, "dump") == 0) return sonde_cli_dump(argc - 2, argv + 2);
-    if (strcmp(cmd, "_periods") == 0) return sonde_cli_run_periods_main(argc - 2, argv + 2);
-    if (strcmp(cmd, "_children") == 0)
-        return sonde_collect_children_main(argc - 2, argv + 2, sonde_cli_gzip);
-    if (cmd[0] == '-')
-        sonde_cli_error("unknown option '%s' (see 'sonde --help')", cmd);
-    else
-        sonde_cli_error("unknown command '%s' (see 'sonde --help')", cmd);
+    /* the command's words: argv[first..] */
+    int first = 1 + ctx.program;
+    const char *cmd = argv[first];
+    if (strcmp(cmd, "help") == 0) return sonde_cli_help(main_help);
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(main_commands); i++) {
+        const struct main_cmd *c = &main_commands[i];
+        if (strcmp(cmd, c->name) != 0) continue;
+        if (!c->launches) return c->main(argc - first - 1, argv + first + 1);
+        /* run and trace: a signal from here on waits for the boot's
+         * handlers (or, if the launch fails, ends the launcher after its
+         * message) */
+        int block_rc = sonde_launch_block_signals();
+        if (block_rc < 0) {
+            sonde_cli_error("cannot block signals: %s", strerror(-block_rc));
+            return 2;
+        }
+        return main_unblock(c->main(argc - first - 1, argv + first + 1));
+    }
+    sonde_cli_error("unknown command '%s' (see 'sonde --help')", cmd);
     return 2;
 }

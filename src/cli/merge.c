@@ -1,8 +1,9 @@
 /* merge.c — `sonde merge`: add JSON profiles up into one report.
  *
  * Owns: the CLI side of `sonde merge A.json B.json ... [-o FILE]
- * [--format NAME]`: reads each profile (sonde_profile_load_json, cJSON),
- * adds them up (sonde_profile_merge: the same file, line and function add,
+ * [--format NAME]` (the report options every command shares,
+ * src/launch/report_options.c; the grammar is src/core/opt.c's): reads
+ * each profile (sonde_profile_load_json, cJSON), adds them up (sonde_profile_merge: the same file, line and function add,
  * processes are appended) and writes the report in the format --format
  * names, else the one -o's ending names (the format registry), else the
  * terminal report on standard output. A file is written atomically
@@ -11,6 +12,8 @@
  */
 #include "cli.h"
 
+#include "../core/opt.h"
+#include "../launch/report_options.h"
 #include "../report/report.h"
 
 #include <stdio.h>
@@ -20,22 +23,6 @@
 
 #define MERGE_MAX_INPUT ((size_t)1 << 30) /* a profile larger than 1 GiB is refused */
 
-static const char merge_usage[] =
-    "usage: sonde merge [-o FILE] [--format NAME] profile.json profile.json ...\n"
-    "\n"
-    "Adds JSON profiles (written by 'sonde run --json', 'sonde attach -o x.json')\n"
-    "up into one report: the same file, line and function add up across the\n"
-    "profiles (runs on several hosts, or processes of one program), and the\n"
-    "report lists every process profiled. Percentages are of all the profiles'\n"
-    "time together.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE    write the report to FILE (--outfile is the same option);\n"
-    "                       its ending picks the format (.json, .html, .svg, ...)\n"
-    "  -f, --format NAME    the report's format (default: from -o, else text on\n"
-    "                       standard output)\n"
-    "  -h, --help           show this help\n";
-
 typedef struct merge_args {
     const char **inputs; /* borrowed from argv */
     int n_inputs;
@@ -43,69 +30,63 @@ typedef struct merge_args {
     const sonde_format_t *format;
 } merge_args_t;
 
-/* Takes an option's value: "--opt=V" or "--opt V". Returns it or NULL
- * after printing an error. */
-static const char *merge_value(int argc, char **argv, int *i, const char *name)
+static const sonde_opt_family_t *const merge_families[] = {&sonde_report_format_options,
+                                                           &sonde_report_output_options, NULL};
+
+/* A profile to add (inputs has room for every word). */
+static int merge_positional(void *arg, const char *word, char *err, size_t err_len)
 {
-    const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    if (a[1] == '-' && eq) return eq + 1;
-    if (*i + 1 >= argc) {
-        sonde_cli_error("%s needs a value (see 'sonde merge --help')", name);
-        return NULL;
-    }
-    return argv[++*i];
+    merge_args_t *args = arg;
+    args->inputs[args->n_inputs++] = word;
+    return 1;
 }
 
-static bool merge_is(const char *a, const char *long_name, const char *short_name)
+static const sonde_opt_cmd_t merge_command = {
+    "merge",
+    "usage: sonde merge [-o FILE] [--format NAME] profile.json profile.json ...\n"
+    "\n"
+    "Adds JSON profiles (written by 'sonde run --json', 'sonde attach -o x.json')\n"
+    "up into one report: the same file, line and function add up across the\n"
+    "profiles (runs on several hosts, or processes of one program), and the\n"
+    "report lists every process profiled. Percentages are of all the profiles'\n"
+    "time together. Without -o (or with -o -) the report goes to standard\n"
+    "output, as text unless --format says.\n",
+    NULL,
+    merge_families,
+    false,
+    merge_positional,
+};
+
+static void merge_help(sonde_buf_t *out)
 {
-    size_t n = strlen(long_name);
-    return (strncmp(a, long_name, n) == 0 && (a[n] == 0 || a[n] == '=')) ||
-           (short_name && strcmp(a, short_name) == 0);
+    sonde_opt_help(&merge_command, out);
 }
 
 /* Returns 0, 1 for --help (usage printed by the caller) or -1 after
  * printing an error. */
 static int merge_parse(int argc, char **argv, merge_args_t *args)
 {
-    bool options_done = false;
-    const char *format_name = NULL;
+    sonde_report_choice_t report = {0};
+    void *targets[] = {&report, &report};
+    sonde_opt_ctx_t ctx = {.targets = targets, .arg = args};
+    char err[512] = "";
     args->inputs = calloc((size_t)(argc ? argc : 1), sizeof *args->inputs);
     if (!args->inputs) {
         sonde_cli_error("out of memory");
         return -1;
     }
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (options_done || a[0] != '-' || !a[1]) {
-            args->inputs[args->n_inputs++] = a;
-        } else if (strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            return 1;
-        } else if (merge_is(a, "--output", "-o") || merge_is(a, "--outfile", NULL)) {
-            if (!(args->outfile = merge_value(argc, argv, &i, "-o"))) return -1;
-        } else if (merge_is(a, "--format", "-f")) {
-            if (!(format_name = merge_value(argc, argv, &i, "--format"))) return -1;
-        } else {
-            sonde_cli_error("unknown option '%s' for 'sonde merge' (see 'sonde merge --help')", a);
-            return -1;
-        }
+    if (sonde_opt_parse(&merge_command, &ctx, argc, argv, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
+        return -1;
     }
+    if (ctx.help) return 1;
     if (!args->n_inputs) {
         sonde_cli_error("no profiles given: sonde merge A.json B.json ... -o merged.json");
         return -1;
     }
-    if (args->outfile && !*args->outfile) {
-        sonde_cli_error("-o needs a file name");
-        return -1;
-    }
+    args->outfile = report.outfile;
+    args->format = report.format;
     char names[512];
-    if (format_name && !(args->format = sonde_format_named(format_name))) {
-        sonde_format_list(names, sizeof names, false);
-        sonde_cli_error("unknown format '%s' (%s)", format_name, names);
-        return -1;
-    }
     if (!args->format && args->outfile && strcmp(args->outfile, "-") != 0 &&
         !(args->format = sonde_format_of_path(args->outfile))) {
         sonde_format_list(names, sizeof names, true);
@@ -158,8 +139,7 @@ int sonde_cli_merge(int argc, char **argv)
 
     int parsed = merge_parse(argc, argv, &args);
     if (parsed != 0) {
-        if (parsed > 0) fputs(merge_usage, stdout);
-        status = parsed > 0 ? 0 : 2;
+        status = parsed > 0 ? sonde_cli_help(merge_help) : 2;
         goto done;
     }
     for (int i = 0; i < args.n_inputs; i++)

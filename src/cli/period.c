@@ -1,10 +1,9 @@
 /* period.c — continuous profiles on the command line: `--period S` and its
  * options, shared by `sonde attach` and `sonde run`.
  *
- * Owns: the small option-word helpers of the command's parsers (also used
- * by attach_options.c); the parsing and checking of the period options
- * (sonde_period_args_t, src/fleet/fleet.h), pure so that the unit tests
- * can check every message; and the command's side of a run of periods:
+ * Owns: the table of the period options (sonde_period_args_t,
+ * src/fleet/fleet.h; the grammar is src/core/opt.c's) and their checks,
+ * pure so that the unit tests can check every message; and the command's side of a run of periods:
  * the upload's headers (--upload-headers-file or SONDE_UPLOAD_HEADERS,
  * never the command line), the application name, the start of the
  * pipeline (src/fleet/), the rendering of each period's profile in the
@@ -27,120 +26,76 @@
 
 #define PERIOD_DRAIN_MAX_SEC 30.0 /* at the end: time given to the backlog */
 
-/* ---- option words ---------------------------------------------------------------- */
-
-bool sonde_cli_opt_number(const char *text, double *value)
-{
-    char *end = NULL;
-    *value = strtod(text, &end);
-    return text[0] && !*end && *value == *value;
-}
-
-bool sonde_cli_opt_is(const char *word, const char *name, const char *alias, const char *short_name,
-                      const char **eq)
-{
-    *eq = NULL;
-    if (short_name && strcmp(word, short_name) == 0) return true;
-    for (int k = 0; k < 2; k++) {
-        const char *n = k ? alias : name;
-        size_t len = n ? strlen(n) : 0;
-        if (!n || strncmp(word, n, len) != 0 || (word[len] && word[len] != '=')) continue;
-        if (word[len] == '=') *eq = word + len;
-        return true;
-    }
-    return false;
-}
-
-const char *sonde_cli_opt_value(int argc, char *const *argv, int *i, const char *eq)
-{
-    if (eq) return eq + 1;
-    if (*i + 1 >= argc) return NULL;
-    return argv[++*i];
-}
-
-bool sonde_cli_opt_count(const char *text, double lo, double hi, uint64_t *value)
-{
-    double v = 0;
-    if (!sonde_cli_opt_number(text, &v) || v < lo || v > hi || v != (double)(uint64_t)v)
-        return false;
-    *value = (uint64_t)v;
-    return true;
-}
-
 /* ---- the period options ---------------------------------------------------------- */
 
-int sonde_cli_period_word(int argc, char *const *argv, int *i, sonde_period_args_t *p, char *err,
-                          size_t err_len)
+enum {
+    PERIOD_SEC,
+    PERIOD_DIR,
+    PERIOD_KEEP,
+    PERIOD_UPLOAD,
+    PERIOD_APP_NAME,
+    PERIOD_TAG,
+    PERIOD_HEADERS_FILE,
+    PERIOD_UPLOAD_TIMEOUT,
+    PERIOD_SPOOL_DIR,
+    PERIOD_SPOOL_MAX,
+    PERIOD_SPOOL_MAX_BYTES,
+};
+
+static int period_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                        char *err, size_t err_len)
 {
-    const char *w = argv[*i], *eq = NULL, *value = NULL;
-    static const char *const names[] = {"--period",
-                                        "--period-dir",
-                                        "--keep",
-                                        "--upload",
-                                        "--app-name",
-                                        "--tag",
-                                        "--upload-headers-file",
-                                        "--spool-dir",
-                                        "--spool-max",
-                                        "--spool-max-bytes",
-                                        "--upload-timeout"};
-    size_t which = SONDE_ARRAY_LEN(names);
+    sonde_period_args_t *p = target;
     uint64_t count = 0;
-    if (strncmp(w, "--", 2) != 0) return 0;
-    for (size_t k = 0; k < SONDE_ARRAY_LEN(names) && which == SONDE_ARRAY_LEN(names); k++)
-        if (sonde_cli_opt_is(w, names[k], NULL, NULL, &eq)) which = k;
-    if (which == SONDE_ARRAY_LEN(names)) return 0;
-    if (!(value = sonde_cli_opt_value(argc, argv, i, eq)) || !value[0])
-        return sonde_errf(err, err_len, "option %s needs a value", names[which]);
-    switch (which) {
-    case 0:
-        if (!sonde_cli_opt_number(value, &p->period_sec) || p->period_sec < 0.01 ||
+    switch (opt->id) {
+    case PERIOD_SEC:
+        if (!sonde_opt_number(value, &p->period_sec) || p->period_sec < 0.01 ||
             p->period_sec > 86400)
             return sonde_errf(err, err_len,
                               "--period must be a number of seconds from 0.01 to 86400, not '%s'",
                               value);
         break;
-    case 1:
+    case PERIOD_DIR:
         p->period_dir = value;
         break;
-    case 2:
-        if (!sonde_cli_opt_count(value, 1, 1e6, &count))
+    case PERIOD_KEEP:
+        if (!sonde_opt_count(value, 1, 1e6, &count))
             return sonde_errf(err, err_len, "--keep must be a count from 1 to 1000000, not '%s'",
                               value);
         p->keep = (unsigned)count;
         break;
-    case 3:
+    case PERIOD_UPLOAD:
         p->upload_url = value;
         break;
-    case 4:
+    case PERIOD_APP_NAME:
         p->app_name = value;
         break;
-    case 5:
+    case PERIOD_TAG:
         if (p->n_tags >= SONDE_FLEET_MAX_TAGS)
             return sonde_errf(err, err_len, "at most %d --tag options", SONDE_FLEET_MAX_TAGS);
         p->tags[p->n_tags++] = value;
         break;
-    case 6:
+    case PERIOD_HEADERS_FILE:
         p->headers_file = value;
         break;
-    case 7:
+    case PERIOD_SPOOL_DIR:
         p->spool_dir = value;
         break;
-    case 8:
-        if (!sonde_cli_opt_count(value, 1, 1e6, &count))
+    case PERIOD_SPOOL_MAX:
+        if (!sonde_opt_count(value, 1, 1e6, &count))
             return sonde_errf(err, err_len,
                               "--spool-max must be a count from 1 to 1000000, not '%s'", value);
         p->spool_max = (unsigned)count;
         break;
-    case 9:
-        if (!sonde_cli_opt_count(value, 1024, 1e15, &p->spool_max_bytes))
+    case PERIOD_SPOOL_MAX_BYTES:
+        if (!sonde_opt_count(value, 1024, 1e15, &p->spool_max_bytes))
             return sonde_errf(err, err_len,
                               "--spool-max-bytes must be a number of bytes, at least 1024, not "
                               "'%s'",
                               value);
         break;
     default:
-        if (!sonde_cli_opt_number(value, &p->upload_timeout) || p->upload_timeout < 0.1 ||
+        if (!sonde_opt_number(value, &p->upload_timeout) || p->upload_timeout < 0.1 ||
             p->upload_timeout > 3600)
             return sonde_errf(err, err_len,
                               "--upload-timeout must be a number of seconds from 0.1 to 3600, "
@@ -148,8 +103,49 @@ int sonde_cli_period_word(int argc, char *const *argv, int *i, sonde_period_args
                               value);
         break;
     }
-    return 1;
+    return 0;
 }
+
+static const sonde_opt_t period_table[] = {
+    {"--period", NULL, 0, SONDE_OPT_VALUE, PERIOD_SEC, SONDE_OPT_NONEMPTY, "S", NULL,
+     "one profile every S seconds (pprof, or --format) instead of a report at the end; Ctrl-C "
+     "or SIGTERM writes and sends the last, partial period; with one or both of:",
+     NULL},
+    {"--period-dir", NULL, 0, SONDE_OPT_VALUE, PERIOD_DIR, SONDE_OPT_NONEMPTY, "DIR", NULL,
+     "... into DIR as sonde-FROM-UNTIL.EXT (unix ms)", NULL},
+    {"--upload", NULL, 0, SONDE_OPT_VALUE, PERIOD_UPLOAD, SONDE_OPT_NONEMPTY, "URL", NULL,
+     "... POSTed to a Pyroscope-compatible server (URL: the server, e.g. "
+     "http://localhost:4040, or its /ingest endpoint)",
+     NULL},
+    {"--keep", NULL, 0, SONDE_OPT_VALUE, PERIOD_KEEP, SONDE_OPT_NONEMPTY, "N", NULL,
+     "keep the newest N in --period-dir (default 60)", NULL},
+    {"--app-name", NULL, 0, SONDE_OPT_VALUE, PERIOD_APP_NAME, SONDE_OPT_NONEMPTY, "NAME", NULL,
+     "the application name on the server (default python)", NULL},
+    {"--tag", NULL, 0, SONDE_OPT_VALUE, PERIOD_TAG, SONDE_OPT_NONEMPTY, "KEY=VALUE", NULL,
+     "a label on every profile (repeatable)", NULL},
+    {"--upload-headers-file", NULL, 0, SONDE_OPT_VALUE, PERIOD_HEADERS_FILE, SONDE_OPT_NONEMPTY,
+     "FILE", NULL,
+     "'Name: value' lines sent with every request (else $SONDE_UPLOAD_HEADERS, one per line)",
+     NULL},
+    {"--upload-timeout", NULL, 0, SONDE_OPT_VALUE, PERIOD_UPLOAD_TIMEOUT, SONDE_OPT_NONEMPTY, "S",
+     NULL, "limit of each request (default 10)", NULL},
+    {"--spool-dir", NULL, 0, SONDE_OPT_VALUE, PERIOD_SPOOL_DIR, SONDE_OPT_NONEMPTY, "DIR", NULL,
+     "periods waiting to be sent (default $TMPDIR/sonde-spool-PID); a backend that is down or "
+     "slow is retried with backoff, never holding sampling",
+     NULL},
+    {"--spool-max", NULL, 0, SONDE_OPT_VALUE, PERIOD_SPOOL_MAX, SONDE_OPT_NONEMPTY, "N", NULL,
+     "periods waiting at most, oldest dropped (default 1000)", NULL},
+    {"--spool-max-bytes", NULL, 0, SONDE_OPT_VALUE, PERIOD_SPOOL_MAX_BYTES, SONDE_OPT_NONEMPTY, "B",
+     NULL, "bytes waiting at most (default 256 MiB)", NULL},
+};
+
+const sonde_opt_family_t sonde_cli_period_options = {
+    "continuous profiles (one profile per period; see docs/fleet.md)",
+    period_table,
+    SONDE_ARRAY_LEN(period_table),
+    period_apply,
+    NULL,
+};
 
 int sonde_cli_period_settle(sonde_period_args_t *p, const char *outfile,
                             const sonde_format_t **format, char *err, size_t err_len)

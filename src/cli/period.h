@@ -1,9 +1,9 @@
-/* period.h — continuous profiles on the command line (period.c): the
- * option words shared by the command's parsers, `--period` and its
- * options, and a run of periods handed to src/fleet/.
+/* period.h — continuous profiles on the command line (period.c):
+ * `--period` and its options, and a run of periods handed to src/fleet/.
  *
  * Owns: the interface between the commands (`sonde attach --period`,
- * `sonde run --period` through its collector) and the fleet pipeline.
+ * `sonde run --period` through its collector) and the fleet pipeline, and
+ * the period options' table.
  * The `sonde` process only; part of the command's edge (period.c prints
  * one line "sonde: ..." per error).
  */
@@ -13,36 +13,21 @@
 #include "cli.h"
 
 #include "../core/buf.h"
+#include "../core/opt.h"
 #include "../fleet/fleet.h"
 #include "../model/model.h"
 #include "../report/report.h"
 
 #include <signal.h>
 
-/* ---- option words (pure) ---- */
-
-/* Whether option word `word` is `name` (or "name=..."), its alias, or its
- * short form (each may be NULL but name); *eq points at the '=' of the
- * "=" form, else NULL. */
-bool sonde_cli_opt_is(const char *word, const char *name, const char *alias, const char *short_name,
-                      const char **eq);
-/* The value of option argv[*i] ("--rate 5", *i moved past it, or
- * "--rate=5" with eq). NULL when it is missing. */
-const char *sonde_cli_opt_value(int argc, char *const *argv, int *i, const char *eq);
-/* A whole number text (no NaN) into *value. */
-bool sonde_cli_opt_number(const char *text, double *value);
-/* An unsigned count in [lo, hi]. */
-bool sonde_cli_opt_count(const char *text, double lo, double hi, uint64_t *value);
-
 /* ---- the period options (pure) ---- */
 
-/* One word of the period options at argv[*i] (--period, --period-dir,
- * --keep, --upload, --app-name, --tag, --upload-headers-file,
- * --spool-dir, --spool-max, --spool-max-bytes, --upload-timeout; "=" or a
- * separate value). Returns 1 when it was one (*i past its value), 0 when
- * it is another word, -EINVAL with a one-line message in err. */
-int sonde_cli_period_word(int argc, char *const *argv, int *i, sonde_period_args_t *p, char *err,
-                          size_t err_len);
+/* --period, --period-dir, --keep, --upload, --app-name, --tag,
+ * --upload-headers-file, --upload-timeout, --spool-dir, --spool-max,
+ * --spool-max-bytes into a sonde_period_args_t (src/core/opt.h): `sonde
+ * attach`'s and, through its extra options, `sonde run`'s. */
+extern const sonde_opt_family_t sonde_cli_period_options;
+
 /* Checks the period options together, after the words (outfile: -o's
  * value, NULL none) and fills the defaults; *format becomes pprof unless
  * one was chosen. Without --period, only checks that no period option was

@@ -34,13 +34,6 @@
 static int run_argc;
 static char **run_argv;
 
-/* The period options among run's words (sonde_run_opts_t.extra_word). */
-static int run_period_word(void *arg, int argc, char *const *argv, int *i, char *err,
-                           size_t err_len)
-{
-    return sonde_cli_period_word(argc, argv, i, arg, err, err_len);
-}
-
 /* Checks --period against the other options and settles the format (pprof
  * unless one was chosen; no report file at the end). Returns 0 or -EINVAL
  * with the message in err. */
@@ -68,8 +61,8 @@ static int run_parse(int argc, char **argv, sonde_run_opts_t *opts, sonde_period
 {
     memset(period, 0, sizeof *period);
     sonde_run_opts_default(opts);
-    opts->extra_word = run_period_word;
-    opts->extra_arg = period;
+    opts->extra_options = &sonde_cli_period_options;
+    opts->extra_target = period;
     if (sonde_run_opts_parse(opts, argc, argv, true, err, err_len) < 0 ||
         (!opts->help && run_period_settle(opts, period, err, err_len) < 0))
         return -EINVAL;
@@ -102,6 +95,12 @@ static void run_periods_finish(void *arg, volatile sig_atomic_t *cancel, bool te
     run_periods_t *m = arg;
     (void)sonde_cli_period_close(&m->run, "the program", cancel,
                                  terminated ? SONDE_PERIOD_DRAIN_TERM_SEC : 0);
+}
+
+/* run's help: its options and the period options. */
+static void run_help(sonde_buf_t *out)
+{
+    sonde_run_help(&sonde_cli_period_options, out);
 }
 
 int sonde_cli_run_periods_main(int argc, char **argv)
@@ -210,8 +209,7 @@ int sonde_cli_run(int argc, char **argv)
         goto done;
     }
     if (opts.help) {
-        fputs(sonde_run_usage, stdout);
-        status = 0;
+        status = sonde_cli_help(run_help);
         goto done;
     }
     sonde_run_opts_encode(&opts, &encoded);

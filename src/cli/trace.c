@@ -1,15 +1,15 @@
 /* trace.c — `sonde trace`: check the request, then become the interpreter.
  *
  * Owns: the CLI side of `sonde trace` (cProfile's command line). Parses the
- * options (src/launch/trace_options.c), checks the script and the outfile,
- * and execs the interpreter with the hand-over environment
- * (src/launch/launch.c) in mode "trace". The tracing itself happens inside
- * the interpreter (src/trace/). No signal handlers, no libpython.
+ * options once (src/launch/trace_options.c), checks the script and the
+ * outfile, and execs the interpreter with the parsed options encoded in
+ * the hand-over environment (src/launch/launch.c) in mode "trace". The
+ * tracing itself happens inside the interpreter (src/trace/). No signal
+ * handlers, no libpython.
  */
 #include "cli.h"
 
 #include "../launch/launch.h"
-#include "../launch/netstring.h"
 #include "../launch/trace_options.h"
 
 #include <stdio.h>
@@ -21,18 +21,15 @@ int sonde_cli_trace(int argc, char **argv)
     sonde_trace_opts_t opts;
     char err[512] = "";
 
-    if (sonde_trace_opts_parse(&opts, argc, argv, true, err, sizeof err) < 0) {
+    if (sonde_trace_opts_parse(&opts, argc, argv, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
         return 2;
     }
-    if (opts.help) {
-        fputs(sonde_trace_usage, stdout);
-        return 0;
-    }
-    /* The option words travel as netstrings, unchanged; the tracer's boot
-     * reads its options from them (src/trace/boot.c). */
+    if (opts.help) return sonde_cli_help(sonde_trace_help);
+    /* The parsed options travel encoded; the tracer's boot decodes them
+     * (src/ext/boot.c, src/trace/boot.c). */
     sonde_buf_t words = SONDE_BUF_INIT;
-    sonde_netstring_put_words(&words, argv, opts.n_option_tokens);
+    sonde_trace_opts_encode(&opts, &words);
     if (sonde_buf_error(&words)) {
         sonde_buf_free(&words);
         sonde_cli_error("out of memory");

@@ -1,8 +1,9 @@
 /* view.c — `sonde view`: turn a JSON profile into the HTML report.
  *
- * Owns: the CLI side of `sonde view profile.json [-o profile.html]`
- * (-o/--output, alias --outfile, as in every command; an output name that
- * the format registry gives to another format is refused). Reads
+ * Owns: the CLI side of `sonde view profile.json [-o profile.html]`: its
+ * option table (-o/--output, alias --outfile, as in every command; the
+ * grammar is src/core/opt.c's; an output name that the format registry
+ * gives to another format is refused). Reads
  * the file, has sonde_report_html_from_json check and wrap it with the
  * viewer installed in <package>/viewer, writes the page (atomically for a
  * file), and without -o opens it with the user's browser ($BROWSER, else
@@ -12,6 +13,7 @@
  */
 #include "cli.h"
 
+#include "../core/opt.h"
 #include "../report/report.h"
 
 #include <fcntl.h>
@@ -26,21 +28,70 @@
 #define VIEW_MAX_INPUT ((size_t)1 << 30) /* a profile larger than 1 GiB is refused */
 #define VIEW_MAX_BROWSER_ARGS 32
 
-static const char view_usage[] =
+static int view_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                      char *err, size_t err_len)
+{
+    *(const char **)target = value;
+    return 0;
+}
+
+static const sonde_opt_t view_table[] = {
+    {"--output", "--outfile", 'o', SONDE_OPT_VALUE, 0, SONDE_OPT_NONEMPTY, "FILE", "a file name",
+     "write the page to FILE ('-' for standard output) and do not open it", NULL},
+};
+static const sonde_opt_family_t view_options = {
+    NULL, view_table, SONDE_ARRAY_LEN(view_table), view_apply, NULL,
+};
+
+/* The other formats, from the registry: view writes html only. */
+static void view_help_formats(sonde_buf_t *out)
+{
+    sonde_buf_t text = SONDE_BUF_INIT;
+    sonde_buf_puts(&text, "The other formats (");
+    for (size_t i = 0, n = 0; i < sonde_n_formats; i++)
+        if (strcmp(sonde_formats[i].name, "html") != 0)
+            sonde_buf_printf(&text, "%s%s", n++ ? ", " : "", sonde_formats[i].name);
+    sonde_buf_puts(&text, ") are written while profiling: 'sonde run --format FORMAT' or 'sonde "
+                          "attach --format FORMAT'.");
+    if (sonde_buf_error(&text))
+        out->error = -ENOMEM;
+    else
+        sonde_opt_help_item(out, NULL, text.data, 0);
+    sonde_buf_free(&text);
+}
+
+static const sonde_opt_family_t view_formats_note = {NULL, NULL, 0, NULL, view_help_formats};
+static const sonde_opt_family_t *const view_families[] = {&view_options, &view_formats_note, NULL};
+
+/* The one profile to read. */
+static int view_positional(void *arg, const char *word, char *err, size_t err_len)
+{
+    const char **in = arg;
+    if (*in)
+        return sonde_errf(err, err_len, "'sonde view' takes one profile; '%s' is one too many",
+                          word);
+    *in = word;
+    return 1;
+}
+
+static const sonde_opt_cmd_t view_command = {
+    "view",
     "usage: sonde view [-o FILE] profile.json\n"
     "\n"
     "Builds the HTML report of a JSON profile (written by 'sonde run --json'):\n"
     "one self-contained file that works offline. Without -o it is written next\n"
     "to the profile (profile.html) and opened with your web browser ($BROWSER,\n"
-    "else xdg-open) when one is available.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE    write the page to FILE ('-' for standard output)\n"
-    "                       and do not open it (--outfile is the same option)\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "Other formats (svg, folded, speedscope, text) are written while profiling:\n"
-    "'sonde run --format FORMAT' or 'sonde attach --format FORMAT'.\n";
+    "else xdg-open) when one is available.\n",
+    NULL,
+    view_families,
+    false,
+    view_positional,
+};
+
+static void view_help(sonde_buf_t *out)
+{
+    sonde_opt_help(&view_command, out);
+}
 
 /* The default output path: profile.json -> profile.html, else path.html. */
 static void view_default_out(const char *in, sonde_buf_t *out)
@@ -163,41 +214,18 @@ static int view_open(const char *path, char *how, size_t how_len)
  * printed). */
 static int view_parse(int argc, char **argv, const char **in, const char **out)
 {
+    char err[512] = "";
+    void *targets[] = {out, NULL};
+    sonde_opt_ctx_t ctx = {.targets = targets, .arg = in};
     *in = NULL;
     *out = NULL;
-    bool options_done = false;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) return 1;
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (!options_done && (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-                                     strcmp(a, "--outfile") == 0)) {
-            if (i + 1 >= argc) {
-                sonde_cli_error("%s needs a file name (see 'sonde view --help')", a);
-                return -1;
-            }
-            *out = argv[++i];
-        } else if (!options_done && strncmp(a, "--output=", 9) == 0) {
-            *out = a + 9;
-        } else if (!options_done && strncmp(a, "--outfile=", 10) == 0) {
-            *out = a + 10;
-        } else if (!options_done && a[0] == '-' && a[1]) {
-            sonde_cli_error("unknown option '%s' for 'sonde view' (see 'sonde view --help')", a);
-            return -1;
-        } else if (*in) {
-            sonde_cli_error("'sonde view' takes one profile; '%s' is one too many", a);
-            return -1;
-        } else {
-            *in = a;
-        }
-    }
-    if (!*in) {
-        sonde_cli_error("no profile given: sonde view profile.json [-o profile.html]");
+    if (sonde_opt_parse(&view_command, &ctx, argc, argv, err, sizeof err) < 0) {
+        sonde_cli_error("%s", err);
         return -1;
     }
-    if (*out && !**out) {
-        sonde_cli_error("-o needs a file name");
+    if (ctx.help) return 1;
+    if (!*in) {
+        sonde_cli_error("no profile given: sonde view profile.json [-o profile.html]");
         return -1;
     }
     /* The registry knows every format's file name; view writes html only. */
@@ -221,10 +249,7 @@ int sonde_cli_view(int argc, char **argv)
     int status = 1;
 
     int parsed = view_parse(argc, argv, &in, &out_path);
-    if (parsed != 0) {
-        if (parsed > 0) fputs(view_usage, stdout);
-        return parsed > 0 ? 0 : 2;
-    }
+    if (parsed != 0) return parsed > 0 ? sonde_cli_help(view_help) : 2;
     int rc = sonde_buf_read_file(&json, in, VIEW_MAX_INPUT, NULL);
     if (rc < 0) {
         sonde_cli_error("cannot read %s: %s", in,

@@ -8,7 +8,8 @@
  * shadowed is imported in its place. Then it starts the session with the
  * options the command parsed, decoded from the hand-over
  * (sonde_run_opts_decode; nothing is parsed again here), or for `sonde
- * trace` hands the option words to the tracer. The interpreter itself then
+ * trace` decodes the tracer's (sonde_trace_opts_decode) and hands them to
+ * it. The interpreter itself then
  * reads and compiles the script: a syntax error or a NUL byte gets
  * Python's own traceback and exit status, and the exit hooks, asking
  * sonde_boot_script_failed_gil, write no report for a program that never
@@ -19,7 +20,7 @@
 #include "ext.h"
 
 #include "../launch/launch.h"
-#include "../launch/netstring.h"
+#include "../launch/trace_options.h"
 #include "../prim/file.h"
 #include "../trace/trace.h"
 
@@ -522,7 +523,7 @@ int sonde_boot_gil(void)
     char *options = NULL, *boot_paths = NULL, *had = NULL, *orig = NULL, *program = NULL;
     char *mode = NULL, *exec_gen = NULL, *exec_base = NULL, *exec_outfile = NULL;
     char *collect = NULL, *child = NULL;
-    char **tokens = NULL;
+    sonde_trace_opts_t trace_opts = {0};
     int rc = -1;
     const char *env = getenv(SONDE_ENV_OPTIONS);
     if (!env) /* not a `sonde run`: our _boot directory is on someone's path */
@@ -560,20 +561,16 @@ int sonde_boot_gil(void)
 
     char err[512] = "";
     if (strcmp(mode, "trace") == 0) {
-        int n_tokens = 0;
-        int words_rc = sonde_netstring_get_words(options, &tokens, &n_tokens);
-        if (words_rc == -ENOMEM) {
+        int trace_rc = sonde_trace_opts_decode(&trace_opts, options, err, sizeof err);
+        if (trace_rc == -ENOMEM) {
             PyErr_NoMemory();
             goto done;
         }
-        if (words_rc < 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "sonde: the options handed over by the sonde command cannot be read "
-                            "(a command and a package from different builds?)");
+        if (trace_rc < 0) {
+            PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
             goto done;
         }
-        if (sonde_trace_boot_gil(n_tokens, tokens, program, *exec_outfile ? exec_outfile : NULL) <
-            0)
+        if (sonde_trace_boot_gil(&trace_opts, program, *exec_outfile ? exec_outfile : NULL) < 0)
             goto done;
         boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
                            *exec_gen ? exec_base : sonde_trace_boot_outfile(), NULL, false);
@@ -608,7 +605,7 @@ int sonde_boot_gil(void)
     sonde_run_opts_free(&opts);
 done:
     boot_release_signals(blocked);
-    sonde_netstring_free_words(tokens);
+    sonde_trace_opts_free(&trace_opts);
     free(options);
     free(boot_paths);
     free(had);

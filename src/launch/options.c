@@ -1,17 +1,21 @@
 /* options.c — the options of `sonde run` (see options.h).
  *
- * Owns: sonde_run_opts_parse, the hand-over encoding (encode/decode) and
- * the usage text. Called by the CLI (src/cli/run.c), by the extension for
- * sonde.start() (src/ext/module.c) and, to decode the hand-over, by its
- * boot (src/ext/boot.c). The parser reads argv without changing it;
- * patterns and decoded strings are copied into storage the options own.
- * Each option's value is checked by one setter, shared by the parser and
- * the decoder. No signal or hook context.
+ * Owns: run's option tables (the program, run's own options, the files to
+ * profile), their apply functions, sonde_run_opts_parse, the help of
+ * `sonde run` and the hand-over encoding (encode/decode). Called by the
+ * CLI (src/cli/run.c), by the extension for sonde.start() (src/ext/module.c)
+ * and, to decode the hand-over, by its boot (src/ext/boot.c). The grammar
+ * is src/core/opt.c's; the format and output options are
+ * report_options.c's. The parser reads argv without changing it; patterns
+ * and decoded strings are copied into storage the options own. Each
+ * option's value is checked by one setter, shared by the parser and the
+ * decoder. No signal or hook context.
  */
 #include "options.h"
 
 #include "../core/buf.h"
 #include "netstring.h"
+#include "report_options.h"
 #include "../report/report.h"
 
 #include <stdarg.h>
@@ -24,93 +28,6 @@ struct sonde_run_opts_string {
     struct sonde_run_opts_string *next;
     char text[];
 };
-
-const char sonde_run_usage[] =
-    "usage: sonde run [options] script.py [args ...]\n"
-    "       sonde run [options] -m module [args ...]\n"
-    "       sonde run [options] -c code [args ...]\n"
-    "       sonde run [options] - [args ...] < script.py\n"
-    "\n"
-    "Runs a Python program exactly as `python3 script.py args` would, samples\n"
-    "where its time goes, and prints a line-level report when it exits.\n"
-    "Each line's time is split into Python (the interpreter running the\n"
-    "line's bytecode), native (C code called from the line) and system\n"
-    "(blocked in the kernel: sleep, I/O). Threads are included.\n"
-    "\n"
-    "options:\n"
-    "  -m MODULE                  run a module, as `python3 -m MODULE`\n"
-    "  -c CODE                    run CODE, as `python3 -c CODE` (its lines are\n"
-    "                             reported as those of the file <string>; a\n"
-    "                             script read from standard input with `-`, as\n"
-    "                             those of <stdin>)\n"
-    "  --python PATH              the interpreter to run (default: $SONDE_PYTHON,\n"
-    "                             else python3 as found on PATH, so an\n"
-    "                             activated virtual environment's)\n"
-    "  --interval SEC             sampling interval in seconds (default 0.01)\n"
-    "  --virtual-time             sample CPU time only (no system time)\n"
-    "  --profile-all              also profile the standard library and\n"
-    "                             site-packages (default: only your files)\n"
-    "  --profile-only PAT[,PAT]   profile only files whose path contains a PAT\n"
-    "  --profile-exclude PAT[,PAT]  do not profile files whose path contains a PAT\n"
-    "  --cpu-percent-threshold PCT  report lines with at least PCT % of the\n"
-    "                             time (default 1)\n"
-    "  --all-lines                report every line of every profiled file\n"
-    "  --stacks                   also record the Python call stack of every\n"
-    "                             sample (flame graphs in the JSON and HTML\n"
-    "                             reports; the svg, folded and speedscope formats)\n"
-    "  --memory                   also profile memory: per line, how much it\n"
-    "                             allocated (Python objects vs native), what it\n"
-    "                             still holds, likely leaks, and how many MB/s\n"
-    "                             it copied (preloads an allocator shim)\n"
-    "  --memory-sample BYTES      sample one allocation per this many bytes\n"
-    "                             allocated, on average (default 512K; suffixes\n"
-    "                             K, M, G; also --malloc-threshold)\n"
-    "  --gpu, --no-gpu            GPU utilisation and GPU memory per line, read\n"
-    "                             through NVML (default: on when an NVIDIA GPU\n"
-    "                             and its driver are present)\n"
-    "  --subprocesses, --no-subprocesses  profile the Python processes the\n"
-    "                             program starts (fork, multiprocessing,\n"
-    "                             subprocess of this interpreter) and merge them\n"
-    "                             into one report (default), or only the program\n"
-    "  --child-wait SEC           at the program's end, wait at most SEC seconds\n"
-    "                             (default 1) for the followed processes of its\n"
-    "                             process group that still run; those still\n"
-    "                             running then are left out, and counted\n"
-    "  -v, --verbose              say on stderr at start what is profiled and why\n"
-    "                             something is not (no GPU, ...)\n"
-    "  -f, --format FORMAT        the report's format: text (the default), json\n"
-    "                             (docs/json-format.md), html (one self-contained\n"
-    "                             page; default file profile.html), pprof\n"
-    "                             (gzipped profile.proto for go tool pprof and\n"
-    "                             Pyroscope-style backends; per line, or from\n"
-    "                             call stacks with --stacks; default file\n"
-    "                             profile.pb.gz), and, drawn from\n"
-    "                             call stacks (which they turn on): svg (a\n"
-    "                             flame graph), folded, speedscope\n"
-    "  --json, --html             the same as --format json, --format html\n"
-    "  -o, --output FILE          write the report to FILE (written atomically)\n"
-    "                             instead of standard error; without --format,\n"
-    "                             its ending picks the format (.txt .json .html\n"
-    "                             .svg .folded .collapsed .speedscope.json .pb.gz\n"
-    "                             .pprof);\n"
-    "                             --outfile is the same option\n"
-    "  --period SEC               continuous profiles, for services: one profile\n"
-    "                             (pprof unless --format says) per SEC seconds\n"
-    "                             of all the program's processes, instead of a\n"
-    "                             report at the end; with one or both of:\n"
-    "  --period-dir DIR           write each period's profile to DIR, keeping the\n"
-    "                             newest --keep N (default 60)\n"
-    "  --upload URL               send each to a Pyroscope-compatible /ingest\n"
-    "                             (--app-name NAME, --tag K=V, headers from\n"
-    "                             --upload-headers-file FILE or\n"
-    "                             $SONDE_UPLOAD_HEADERS, --upload-timeout SEC,\n"
-    "                             backlog --spool-dir DIR, --spool-max N,\n"
-    "                             --spool-max-bytes B; docs/fleet.md)\n"
-    "  -h, --help                 show this help\n"
-    "\n"
-    "Time spent in files that are not profiled is charged to the nearest\n"
-    "calling line of a profiled file. The colour report is used only on a\n"
-    "terminal and never when NO_COLOR is set.\n";
 
 void sonde_run_opts_default(sonde_run_opts_t *opts)
 {
@@ -231,47 +148,214 @@ static int opts_set_format(sonde_run_opts_t *opts, const char *name)
     return 0;
 }
 
-/* ---- the parser ------------------------------------------------------------------ */
+/* ---- the tables ------------------------------------------------------------------ */
 
-/* If argv[*i] is one of the spellings of a valued option (`--name VALUE`,
- * `--name=VALUE` for the long names in longs, `-x VALUE` for short_name),
- * stores VALUE and advances *i. Returns 1 matched, 0 not this option,
- * -EINVAL missing value. */
-static int opts_valued(int argc, char *const *argv, int *i, const char *const *longs,
-                       const char *short_name, const char **value)
+enum {
+    RUN_MODULE,
+    RUN_CODE,
+    RUN_PYTHON,
+    RUN_INTERVAL,
+    RUN_VIRTUAL_TIME,
+    RUN_THRESHOLD,
+    RUN_ALL_LINES,
+    RUN_STACKS,
+    RUN_MEMORY,
+    RUN_MALLOC,
+    RUN_GPU,
+    RUN_NO_GPU,
+    RUN_SUBPROCESSES,
+    RUN_NO_SUBPROCESSES,
+    RUN_CHILD_WAIT,
+    RUN_VERBOSE,
+    RUN_PROFILE_ALL,
+    RUN_PROFILE_ONLY,
+    RUN_PROFILE_EXCLUDE,
+};
+
+static int opts_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                      char *err, size_t err_len)
 {
-    const char *arg = argv[*i];
-    bool separate = short_name && strcmp(arg, short_name) == 0;
-    for (const char *const *name = longs; !separate && *name; name++) {
-        size_t n = strlen(*name);
-        if (strcmp(arg, *name) == 0) separate = true;
-        if (strncmp(arg, *name, n) == 0 && arg[n] == '=') {
-            *value = arg + n + 1;
-            return 1;
-        }
+    sonde_run_opts_t *opts = target;
+    int rc = 0;
+    switch (opt->id) {
+    case RUN_MODULE:
+        opts->module = value;
+        break;
+    case RUN_CODE:
+        opts->command = value;
+        break;
+    case RUN_PYTHON:
+        opts->python = value;
+        break;
+    case RUN_INTERVAL:
+        return opts_set_interval(opts, value);
+    case RUN_VIRTUAL_TIME:
+        opts->virtual_time = true;
+        break;
+    case RUN_THRESHOLD:
+        return opts_set_threshold(opts, value);
+    case RUN_ALL_LINES:
+        opts->all_lines = true;
+        break;
+    case RUN_STACKS:
+        opts->stacks = true;
+        break;
+    case RUN_MEMORY:
+        opts->memory = true;
+        break;
+    case RUN_MALLOC:
+        return opts_set_malloc_threshold(opts, value);
+    case RUN_GPU:
+    case RUN_NO_GPU:
+        opts->gpu = opt->id == RUN_GPU;
+        break;
+    case RUN_SUBPROCESSES:
+    case RUN_NO_SUBPROCESSES:
+        opts->no_subprocesses = opt->id == RUN_NO_SUBPROCESSES;
+        break;
+    case RUN_CHILD_WAIT:
+        return opts_set_child_wait(opts, value);
+    case RUN_VERBOSE:
+        opts->verbose = true;
+        break;
+    case RUN_PROFILE_ALL:
+        opts->profile_all = true;
+        break;
+    case RUN_PROFILE_ONLY:
+        rc = opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only);
+        break;
+    default:
+        rc = opts_add_patterns(opts, value, opts->profile_exclude, &opts->n_profile_exclude);
+        break;
     }
-    if (!separate) return 0;
-    if (*i + 1 >= argc) return -EINVAL;
-    *value = argv[++*i];
-    return 1;
+    if (rc == -ENOMEM) sonde_errf(err, err_len, "out of memory");
+    return rc;
 }
 
-/* Records a format choice (--format NAME, --json, --html); a second choice
- * naming another format is an error. */
-static int opts_choose_format(sonde_run_opts_t *opts, const char *name, const char *word,
-                              const char **chosen_by, char *err, size_t err_len)
+static const sonde_opt_t run_program_table[] = {
+    {NULL, NULL, 'm', SONDE_OPT_PROGRAM, RUN_MODULE, 0, "MODULE", "a module name",
+     "run a module, as `python3 -m MODULE`", NULL},
+    {NULL, NULL, 'c', SONDE_OPT_PROGRAM, RUN_CODE, 0, "CODE", "the code to run",
+     "run CODE, as `python3 -c CODE` (its lines are reported as those of the file <string>; a "
+     "script read from standard input with `-`, as those of <stdin>)",
+     NULL},
+    {"--python", NULL, 0, SONDE_OPT_VALUE, RUN_PYTHON, SONDE_OPT_COMMAND | SONDE_OPT_NONEMPTY,
+     "PATH", "a path to an interpreter",
+     "the interpreter to run (default: $SONDE_PYTHON, else python3 as found on PATH, so an "
+     "activated virtual environment's)",
+     NULL},
+};
+
+static const sonde_opt_t run_table[] = {
+    {"--interval", NULL, 0, SONDE_OPT_VALUE, RUN_INTERVAL, 0, "SEC",
+     "a number of seconds between 0.0001 and 10", "sampling interval in seconds (default 0.01)",
+     NULL},
+    {"--virtual-time", NULL, 0, SONDE_OPT_FLAG, RUN_VIRTUAL_TIME, 0, NULL, NULL,
+     "sample CPU time only (no system time)", NULL},
+    {"--cpu-percent-threshold", NULL, 0, SONDE_OPT_VALUE, RUN_THRESHOLD, 0, "PCT",
+     "a percentage between 0 and 100", "report lines with at least PCT % of the time (default 1)",
+     NULL},
+    {"--all-lines", NULL, 0, SONDE_OPT_FLAG, RUN_ALL_LINES, 0, NULL, NULL,
+     "report every line of every profiled file", NULL},
+    {"--stacks", NULL, 0, SONDE_OPT_FLAG, RUN_STACKS, 0, NULL, NULL,
+     "also record the Python call stack of every sample (flame graphs in the JSON and HTML "
+     "reports; the formats drawn from call stacks record them anyway)",
+     NULL},
+    {"--memory", NULL, 0, SONDE_OPT_FLAG, RUN_MEMORY, 0, NULL, NULL,
+     "also profile memory: per line, how much it allocated (Python objects vs native), what it "
+     "still holds, likely leaks, and how many MB/s it copied (preloads an allocator shim)",
+     NULL},
+    {"--memory-sample", "--malloc-threshold", 0, SONDE_OPT_VALUE, RUN_MALLOC, 0, "BYTES",
+     "a byte count between 64K and 1G",
+     "sample one allocation per this many bytes allocated, on average (default 512K; suffixes "
+     "K, M, G)",
+     NULL},
+    {"--gpu", NULL, 0, SONDE_OPT_FLAG, RUN_GPU, 0, NULL, NULL,
+     "GPU utilisation and GPU memory per line, read through NVML (default: on when an NVIDIA "
+     "GPU and its driver are present)",
+     NULL},
+    {"--no-gpu", NULL, 0, SONDE_OPT_FLAG, RUN_NO_GPU, 0, NULL, NULL, NULL, NULL},
+    {"--subprocesses", NULL, 0, SONDE_OPT_FLAG, RUN_SUBPROCESSES, 0, NULL, NULL,
+     "profile the Python processes the program starts (fork, multiprocessing, subprocess of "
+     "this interpreter) and merge them into one report (default), or only the program",
+     NULL},
+    {"--no-subprocesses", NULL, 0, SONDE_OPT_FLAG, RUN_NO_SUBPROCESSES, 0, NULL, NULL, NULL, NULL},
+    {"--child-wait", NULL, 0, SONDE_OPT_VALUE, RUN_CHILD_WAIT, 0, "SEC",
+     "a number of seconds between 0 and 3600",
+     "at the program's end, wait at most SEC seconds (default 1) for the followed processes of "
+     "its process group that still run; those still running then are left out, and counted",
+     NULL},
+    {"--verbose", NULL, 'v', SONDE_OPT_FLAG, RUN_VERBOSE, 0, NULL, NULL,
+     "say on stderr at start what is profiled and why something is not (no GPU, ...)", NULL},
+};
+
+static const sonde_opt_t run_file_table[] = {
+    {"--profile-all", NULL, 0, SONDE_OPT_FLAG, RUN_PROFILE_ALL, 0, NULL, NULL,
+     "also profile the standard library and site-packages (default: only your files)", NULL},
+    {"--profile-only", NULL, 0, SONDE_OPT_VALUE, RUN_PROFILE_ONLY, 0, "PAT[,PAT]",
+     "a comma-separated list of at most 32 patterns",
+     "profile only files whose path contains a PAT", NULL},
+    {"--profile-exclude", NULL, 0, SONDE_OPT_VALUE, RUN_PROFILE_EXCLUDE, 0, "PAT[,PAT]",
+     "a comma-separated list of at most 32 patterns",
+     "do not profile files whose path contains a PAT", NULL},
+};
+
+static const sonde_opt_family_t run_program_options = {
+    NULL, run_program_table, SONDE_ARRAY_LEN(run_program_table), opts_apply, NULL,
+};
+static const sonde_opt_family_t run_options = {
+    NULL, run_table, SONDE_ARRAY_LEN(run_table), opts_apply, NULL,
+};
+const sonde_opt_family_t sonde_run_file_options = {
+    NULL, run_file_table, SONDE_ARRAY_LEN(run_file_table), opts_apply, NULL,
+};
+
+static const char run_usage[] =
+    "usage: sonde run [options] script.py [args ...]\n"
+    "       sonde run [options] -m module [args ...]\n"
+    "       sonde run [options] -c code [args ...]\n"
+    "       sonde run [options] - [args ...] < script.py\n"
+    "\n"
+    "Runs a Python program exactly as `python3 script.py args` would, samples\n"
+    "where its time goes, and prints a line-level report on standard error when\n"
+    "it exits (or writes it to -o's file). Each line's time is split into\n"
+    "Python (the interpreter running the line's bytecode), native (C code\n"
+    "called from the line) and system (blocked in the kernel: sleep, I/O).\n"
+    "Threads are included.\n";
+
+static const char run_epilog[] =
+    "Time spent in files that are not profiled is charged to the nearest\n"
+    "calling line of a profiled file. The colour report is used only on a\n"
+    "terminal and never when NO_COLOR is set.\n";
+
+/* Run's command: its families (extra: the command's own, or NULL) in
+ * families[], one target per family in targets[] (report: the format and
+ * output options'). */
+#define RUN_MAX_FAMILIES 7
+static void run_command(sonde_opt_cmd_t *cmd, const sonde_opt_family_t **families, void **targets,
+                        sonde_run_opts_t *opts, sonde_report_choice_t *report,
+                        const sonde_opt_family_t *extra, void *extra_target)
 {
-    const sonde_format_t *before = opts->format;
-    if (opts_set_format(opts, name) < 0) {
-        char names[256];
-        sonde_format_list(names, sizeof names, false);
-        return sonde_errf(err, err_len, "unknown format '%s' (%s)", name, names);
+    const sonde_opt_family_t *all[] = {&run_program_options,         &run_options,
+                                       &sonde_run_file_options,      &sonde_report_format_options,
+                                       &sonde_report_output_options, extra};
+    void *to[] = {opts, opts, opts, report, report, extra_target};
+    size_t n = SONDE_ARRAY_LEN(all) - (extra ? 0 : 1);
+    for (size_t k = 0; k < n; k++) {
+        families[k] = all[k];
+        targets[k] = to[k];
     }
-    if (before && before != opts->format)
-        return sonde_errf(err, err_len, "%s and %s ask for different formats (%s, %s); give one",
-                          *chosen_by, word, before->name, opts->format->name);
-    *chosen_by = word;
-    return 0;
+    families[n] = NULL;
+    *cmd = (sonde_opt_cmd_t){"run", run_usage, run_epilog, families, false, NULL};
+}
+
+void sonde_run_help(const sonde_opt_family_t *extra, sonde_buf_t *out)
+{
+    const sonde_opt_family_t *families[RUN_MAX_FAMILIES];
+    void *targets[RUN_MAX_FAMILIES];
+    sonde_opt_cmd_t cmd;
+    run_command(&cmd, families, targets, NULL, NULL, extra, NULL);
+    sonde_opt_help(&cmd, out);
 }
 
 /* After the options: the format from the output's name when none was
@@ -287,171 +371,32 @@ static void opts_settle_format(sonde_run_opts_t *opts)
     if (!opts->outfile) opts->outfile = opts->format->default_file;
 }
 
-static const char *const opts_interval[] = {"--interval", NULL};
-static const char *const opts_child_wait[] = {"--child-wait", NULL};
-static const char *const opts_threshold[] = {"--cpu-percent-threshold", NULL};
-static const char *const opts_malloc[] = {"--memory-sample", "--malloc-threshold", NULL};
-static const char *const opts_only[] = {"--profile-only", NULL};
-static const char *const opts_exclude[] = {"--profile-exclude", NULL};
-static const char *const opts_format[] = {"--format", NULL};
-static const char *const opts_output[] = {"--output", "--outfile", NULL};
-static const char *const opts_python[] = {"--python", NULL};
-
-/* --profile-only / --profile-exclude with its value (found: opts_valued's
- * result). Returns 0 or -errno with the message in err. */
-static int opts_patterns_option(sonde_run_opts_t *opts, int found, const char *value, bool only,
-                                char *err, size_t err_len)
-{
-    int rc = found;
-    if (rc > 0)
-        rc = only ? opts_add_patterns(opts, value, opts->profile_only, &opts->n_profile_only)
-                  : opts_add_patterns(opts, value, opts->profile_exclude, &opts->n_profile_exclude);
-    if (rc == -ENOMEM) {
-        sonde_errf(err, err_len, "out of memory");
-        return rc;
-    }
-    if (rc < 0)
-        return sonde_errf(err, err_len, "%s needs a comma-separated list of at most %d patterns",
-                          only ? opts_only[0] : opts_exclude[0], SONDE_MAX_PATTERNS);
-    return 0;
-}
-
-int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
-                             size_t err_len)
-{
-    const char *value = NULL;
-    int rc;
-    if (strcmp(argv[*i], "--profile-all") == 0) {
-        opts->profile_all = true;
-    } else if ((rc = opts_valued(argc, argv, i, opts_only, NULL, &value)) != 0) {
-        if ((rc = opts_patterns_option(opts, rc, value, true, err, err_len)) < 0) return rc;
-    } else if ((rc = opts_valued(argc, argv, i, opts_exclude, NULL, &value)) != 0) {
-        if ((rc = opts_patterns_option(opts, rc, value, false, err, err_len)) < 0) return rc;
-    } else {
-        return 0;
-    }
-    return 1;
-}
-
-/* Handles one option word at argv[*i] (not "--", not -m, not the program).
- * Returns 0 or -errno with the message in err. */
-static int opts_one(sonde_run_opts_t *opts, int argc, char *const *argv, int *i,
-                    const char **format_word, char *err, size_t err_len)
-{
-    const char *arg = argv[*i];
-    const char *value = NULL;
-    int rc = sonde_run_opts_file_word(opts, argc, argv, i, err, err_len);
-    if (rc != 0) return rc < 0 ? rc : 0;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
-        opts->help = true;
-    else if (strcmp(arg, "--virtual-time") == 0)
-        opts->virtual_time = true;
-    else if (strcmp(arg, "--all-lines") == 0)
-        opts->all_lines = true;
-    else if (strcmp(arg, "--stacks") == 0)
-        opts->stacks = true;
-    else if (strcmp(arg, "--memory") == 0)
-        opts->memory = true;
-    else if (strcmp(arg, "--subprocesses") == 0)
-        opts->no_subprocesses = false;
-    else if (strcmp(arg, "--no-subprocesses") == 0)
-        opts->no_subprocesses = true;
-    else if (strcmp(arg, "--gpu") == 0)
-        opts->gpu = 1;
-    else if (strcmp(arg, "--no-gpu") == 0)
-        opts->gpu = 0;
-    else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0)
-        opts->verbose = true;
-    else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--html") == 0)
-        return opts_choose_format(opts, arg + 2, arg, format_word, err, err_len);
-    else if ((rc = opts_valued(argc, argv, i, opts_format, "-f", &value)) != 0) {
-        if (rc < 0) return sonde_errf(err, err_len, "--format needs a format name");
-        return opts_choose_format(opts, value, arg, format_word, err, err_len);
-    } else if ((rc = opts_valued(argc, argv, i, opts_malloc, NULL, &value)) != 0) {
-        if (rc < 0 || opts_set_malloc_threshold(opts, value) < 0)
-            return sonde_errf(err, err_len, "%.*s needs a byte count between 64K and 1G, got '%s'",
-                              (int)strcspn(arg, "="), arg, value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_interval, NULL, &value)) != 0) {
-        if (rc < 0 || opts_set_interval(opts, value) < 0)
-            return sonde_errf(
-                err, err_len,
-                "--interval needs a number of seconds between 0.0001 and 10, got '%s'",
-                value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_child_wait, NULL, &value)) != 0) {
-        if (rc < 0 || opts_set_child_wait(opts, value) < 0)
-            return sonde_errf(err, err_len,
-                              "--child-wait needs a number of seconds between 0 and 3600, got '%s'",
-                              value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_threshold, NULL, &value)) != 0) {
-        if (rc < 0 || opts_set_threshold(opts, value) < 0)
-            return sonde_errf(
-                err, err_len,
-                "--cpu-percent-threshold needs a percentage between 0 and 100, got '%s'",
-                value ? value : "");
-    } else if ((rc = opts_valued(argc, argv, i, opts_output, "-o", &value)) != 0) {
-        if (rc < 0 || !*value) return sonde_errf(err, err_len, "--output needs a file name");
-        opts->outfile = value;
-    } else if (opts->extra_word &&
-               (rc = opts->extra_word(opts->extra_arg, argc, argv, i, err, err_len)) != 0) {
-        return rc < 0 ? rc : 0;
-    } else {
-        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde run --help')", arg);
-    }
-    return 0;
-}
-
 int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bool need_program,
                          char *err, size_t err_len)
 {
-    const char *format_word = NULL;
-    int i = 0;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == 0) break; /* the script */
-        const char *python = NULL;
-        int found = need_program ? opts_valued(argc, argv, &i, opts_python, NULL, &python) : 0;
-        if (found < 0 || (found > 0 && !*python))
-            return sonde_errf(err, err_len, "--python needs a path to an interpreter");
-        if (found > 0) {
-            opts->python = python;
-            continue;
-        }
-        if (strncmp(arg, "-m", 2) == 0 || strncmp(arg, "-c", 2) == 0) {
-            if (!need_program) return sonde_errf(err, err_len, "unexpected option '%s'", arg);
-            bool module = arg[1] == 'm';
-            const char *value = arg + 2;
-            opts->n_option_tokens = i;
-            if (!*value) {
-                if (i + 1 >= argc)
-                    return sonde_errf(err, err_len, "option %.2s needs %s", arg,
-                                      module ? "a module name" : "the code to run");
-                value = argv[++i];
-            }
-            *(module ? &opts->module : &opts->command) = value;
-            /* prog_argv[0] is the module name (the code); the rest are its
-             * arguments */
-            opts->prog_argv = argv + i;
-            opts->prog_argc = argc - i;
-            opts_settle_format(opts);
-            return 0;
-        }
-        int rc = opts_one(opts, argc, argv, &i, &format_word, err, err_len);
-        if (rc < 0) return rc;
-    }
-    opts->n_option_tokens = i;
+    const sonde_opt_family_t *families[RUN_MAX_FAMILIES];
+    void *targets[RUN_MAX_FAMILIES];
+    sonde_report_choice_t report = {0};
+    sonde_opt_cmd_t cmd;
+    run_command(&cmd, families, targets, opts, &report, opts->extra_options, opts->extra_target);
+    sonde_opt_ctx_t ctx = {.targets = targets, .embedded = !need_program};
+    int rc = sonde_opt_parse(&cmd, &ctx, argc, argv, err, err_len);
+    if (rc < 0) return rc;
+    opts->help = ctx.help;
+    opts->n_option_tokens = ctx.end;
+    opts->format = report.format;
+    if (report.outfile) opts->outfile = report.outfile;
     opts_settle_format(opts);
     if (!need_program || opts->help) return 0;
-    if (i >= argc)
+    if (ctx.program < 0)
         return sonde_errf(err, err_len,
                           "no program given: sonde run [options] script.py [args] (see 'sonde run "
                           "--help')");
-    opts->script = argv[i];
-    opts->prog_argv = argv + i;
-    opts->prog_argc = argc - i;
+    /* prog_argv[0] is the script, the module name or the code (its
+     * option's word when attached: -mpkg); the rest are its arguments */
+    if (!ctx.program_opt) opts->script = argv[ctx.program];
+    opts->prog_argv = argv + ctx.program;
+    opts->prog_argc = argc - ctx.program;
     return 0;
 }
 

@@ -1,12 +1,14 @@
 /* options.h — the options of `sonde run`, parsed once for every entry.
  *
- * Owns: sonde_run_opts_t, its parser and its hand-over encoding. The
- * command (`sonde run`, `python3 -m sonde run`) parses the user's words
- * once; the launcher reads the parsed struct (--memory) and hands it to the
- * interpreter encoded in one environment variable, which the boot decodes
- * (src/ext/boot.c). sonde.start() turns its keywords into the same option
- * words and parses them with the same code, so it accepts and refuses the
- * same values with the same messages. The parser never modifies its input.
+ * Owns: sonde_run_opts_t, its option tables, parser and help, and its
+ * hand-over encoding. The command (`sonde run`, `python3 -m sonde run`)
+ * parses the user's words once; the launcher reads the parsed struct
+ * (--memory) and hands it to the interpreter encoded in one environment
+ * variable, which the boot decodes (src/ext/boot.c). sonde.start() turns
+ * its keywords into the same option words and parses them with the same
+ * tables (an embedded parse: no program, no --python), so it accepts and
+ * refuses the same values with the same messages. The grammar is the one
+ * of every command (src/core/opt.c); the parser never modifies its input.
  * Plain C, no libpython, no printing: errors come back as a message in the
  * caller's buffer.
  */
@@ -14,6 +16,7 @@
 #define SONDE_OPTIONS_H
 
 #include "../core/common.h"
+#include "../core/opt.h"
 
 #define SONDE_MAX_PATTERNS 32
 /* Default mean bytes allocated between allocation samples (--memory-sample,
@@ -76,13 +79,11 @@ typedef struct sonde_run_opts {
     char *const *prog_argv;
     int prog_argc;
     int n_option_tokens; /* argv tokens that were sonde's options */
-    /* The command's own option words besides these (`sonde run --period`
-     * and its options, src/cli/run.c; never handed over): asked about a
-     * word the parser does not know; returns 1 when it took the word (and
-     * its value: *i moved), 0 when it does not know it either, or -EINVAL
-     * with the message in err. NULL: none. */
-    int (*extra_word)(void *arg, int argc, char *const *argv, int *i, char *err, size_t err_len);
-    void *extra_arg;
+    /* The command's own options besides these (`sonde run --period` and
+     * its options, src/cli/period.c; never handed over), parsed into
+     * extra_target and listed in the help; NULL: none. */
+    const sonde_opt_family_t *extra_options;
+    void *extra_target;
     struct sonde_run_opts_string *owned; /* owned: the copies the fields above
                                             may point into (sonde_run_opts_free) */
 } sonde_run_opts_t;
@@ -94,9 +95,11 @@ void sonde_run_opts_default(sonde_run_opts_t *opts);
 void sonde_run_opts_free(sonde_run_opts_t *opts);
 
 /* Parses `argv[0..argc-1]` (the words after `run`) into opts, which must
- * have been set by sonde_run_opts_default. When need_program is false,
- * parsing stops at the end of the options and no script is required
- * (sonde.start(): the program is already running). argv is not modified;
+ * have been set by sonde_run_opts_default (and extra_options, when the
+ * command has more). When need_program is false, parsing stops at the end
+ * of the options and no script is required (sonde.start(): the program is
+ * already running; -m, -c, --python and --help are refused). -h/--help
+ * sets help and ends the parse. argv is not modified;
  * opts borrows from it (outfile, script, prog_argv) and owns copies of the
  * patterns. Returns 0, or -EINVAL (-ENOMEM) with a one-line message in err
  * (no "sonde: " prefix, no newline). Call sonde_run_opts_free afterwards
@@ -106,13 +109,10 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
 
 /* The options that choose the profiled files, shared by `run`, `attach`
  * and `record` (src/cli/attach_options.c): --profile-all, --profile-only
- * PAT[,PAT], --profile-exclude PAT[,PAT] at argv[*i], into opts's
+ * PAT[,PAT], --profile-exclude PAT[,PAT], into a sonde_run_opts_t's
  * profile_all / profile_only / profile_exclude (patterns copied, owned by
- * opts). Returns 1 when it took the word (*i then at its value's word, if
- * separate), 0 when argv[*i] is none of them, or -EINVAL / -ENOMEM with a
- * one-line message in err. */
-int sonde_run_opts_file_word(sonde_run_opts_t *opts, int argc, char *const *argv, int *i, char *err,
-                             size_t err_len);
+ * it). */
+extern const sonde_opt_family_t sonde_run_file_options;
 
 /* The hand-over of a parsed run to the interpreter (SONDE_RUN_OPTIONS):
  * the options as a sequence of netstrings ("<length>:<bytes>,"), key then
@@ -129,7 +129,8 @@ void sonde_run_opts_encode(const sonde_run_opts_t *opts, struct sonde_buf *out);
  * err. Call sonde_run_opts_free afterwards in every case. */
 int sonde_run_opts_decode(sonde_run_opts_t *opts, const char *text, char *err, size_t err_len);
 
-/* The usage text of `sonde run`. */
-extern const char sonde_run_usage[];
+/* Appends the help of `sonde run` (with extra: the command's own options
+ * besides run's, as in sonde_run_opts_t.extra_options). */
+void sonde_run_help(const sonde_opt_family_t *extra, struct sonde_buf *out);
 
 #endif

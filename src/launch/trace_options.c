@@ -1,22 +1,77 @@
-/* trace_options.c — parser for the options of `sonde trace` (see trace_options.h).
+/* trace_options.c — the options of `sonde trace` (see trace_options.h).
  *
- * Owns: sonde_trace_opts_parse, the -s choices and the usage text. Called
- * by the CLI (src/cli/trace.c) and by the tracer's boot (src/trace/). No
- * signal or hook context.
+ * Owns: trace's option table and apply function, sonde_trace_opts_parse,
+ * the -s choices, the help of `sonde trace` and the hand-over encoding
+ * (encode/decode). Called by the CLI (src/cli/trace.c) and, to decode the
+ * hand-over, by the extension's boot (src/ext/boot.c). The grammar is
+ * src/core/opt.c's. No signal or hook context.
  */
 #include "trace_options.h"
 
 #include "../core/buf.h"
+#include "../core/opt.h"
+#include "netstring.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const sonde_trace_sort_choices[] = {
     "calls",  "cumtime", "cumulative", "filename", "line", "module",  "name",
     "ncalls", "nfl",     "pcalls",     "stdname",  "time", "tottime", NULL,
 };
+static const char *const topts_formats[] = {"pstats", "pprof", NULL};
 
-const char sonde_trace_usage[] =
+enum { TRACE_OUTFILE, TRACE_FORMAT, TRACE_SORT, TRACE_MODULE };
+
+static int topts_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
+                       char *err, size_t err_len)
+{
+    sonde_trace_opts_t *opts = target;
+    switch (opt->id) {
+    case TRACE_OUTFILE:
+        opts->outfile = value;
+        break;
+    case TRACE_FORMAT:
+        opts->format = value;
+        break;
+    case TRACE_SORT:
+        opts->sort = value;
+        break;
+    default:
+        opts->module_flag = true;
+        break;
+    }
+    return 0;
+}
+
+/* The long names differ in their first letter, so every prefix of one is
+ * unique (optparse's rule, which cProfile's command line follows). */
+static const sonde_opt_t topts_table[] = {
+    {"--outfile", "--output", 'o', SONDE_OPT_VALUE, TRACE_OUTFILE, SONDE_OPT_NONEMPTY, "OUTFILE",
+     "a file name",
+     "save the statistics to OUTFILE (written atomically) instead of printing the report: a "
+     "pstats file, or pprof (gzipped profile.proto) when OUTFILE ends in .pb.gz or .pprof",
+     NULL},
+    {"--format", NULL, 'f', SONDE_OPT_VALUE, TRACE_FORMAT, 0, "FORMAT", "a format",
+     "the -o file's format: {choices} (pprof is flat: each function's calls and own time, no "
+     "callers)",
+     topts_formats},
+    {"--sort", NULL, 's', SONDE_OPT_VALUE, TRACE_SORT, 0, "SORT", "a sort key",
+     "sort order of the printed report, one of {choices} (default: as cProfile of this Python: "
+     "cumulative from 3.11, stdname before)",
+     sonde_trace_sort_choices},
+    {NULL, NULL, 'm', SONDE_OPT_FLAG, TRACE_MODULE, 0, NULL, NULL,
+     "the first argument is a module to run", NULL},
+};
+
+static const sonde_opt_family_t topts_options = {
+    NULL, topts_table, SONDE_ARRAY_LEN(topts_table), topts_apply, NULL,
+};
+static const sonde_opt_family_t *const topts_families[] = {&topts_options, NULL};
+
+static const sonde_opt_cmd_t topts_command = {
+    "trace",
     "usage: sonde trace [-o OUTFILE [-f FORMAT]] [-s SORT] script.py [args ...]\n"
     "       sonde trace [-o OUTFILE [-f FORMAT]] [-s SORT] -m module [args ...]\n"
     "\n"
@@ -24,143 +79,96 @@ const char sonde_trace_usage[] =
     "records every function call, as `python3 -m cProfile` does, at a fraction\n"
     "of its overhead. At exit it prints cProfile's report, or with -o writes\n"
     "a pstats file that `pstats.Stats(OUTFILE)` and `python3 -m pstats` read.\n"
-    "Each thread is traced on its own stack.\n"
-    "\n"
-    "options:\n"
-    "  -o, --outfile OUTFILE  save the statistics to OUTFILE (written atomically)\n"
-    "                         instead of printing the report: a pstats file, or\n"
-    "                         pprof (gzipped profile.proto) when OUTFILE ends in\n"
-    "                         .pb.gz or .pprof\n"
-    "  -f, --format FORMAT    the -o file's format: pstats or pprof (flat: each\n"
-    "                         function's calls and own time, no callers)\n"
-    "  -s, --sort SORT        sort order of the printed report, one of calls,\n"
-    "                         cumtime, cumulative, filename, line, module, name,\n"
-    "                         ncalls, nfl, pcalls, stdname, time, tottime\n"
-    "                         (default: as cProfile of this Python: cumulative\n"
-    "                         from 3.11, stdname before)\n"
-    "  -m                     the first argument is a module to run\n"
-    "  -h, --help             show this help\n"
-    "\n"
+    "Each thread is traced on its own stack.\n",
     "In code: sonde.Profile is a drop-in for cProfile.Profile, and\n"
-    "sonde.run(...) / sonde.runctx(...) for cProfile.run / cProfile.runctx.\n";
+    "sonde.run(...) / sonde.runctx(...) for cProfile.run / cProfile.runctx.\n",
+    topts_families,
+    true,
+    NULL,
+};
 
-/* Matches a long option as optparse does: the full name or an unambiguous
- * prefix of it (at least "--" plus one letter), optionally followed by
- * "=value". The long options here (--outfile, --format, --sort, --help) start with
- * different letters, so every prefix is unambiguous. Returns the length of
- * the name part of arg when it names `name`, else 0. */
-static size_t topts_long(const char *arg, const char *name)
+void sonde_trace_help(sonde_buf_t *out)
 {
-    if (strncmp(arg, "--", 2) != 0 || !arg[2]) return 0;
-    const char *eq = strchr(arg, '=');
-    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-    if (len > strlen(name) || strncmp(arg, name, len) != 0) return 0;
-    return len;
+    sonde_opt_help(&topts_command, out);
 }
 
-/* An option taking a value: `-x VALUE`, `-xVALUE`, `--name VALUE`,
- * `--name=VALUE` (or a prefix of --name). Returns 1 matched, 0 not this
- * option, -EINVAL value missing. */
-static int topts_valued(int argc, char *const *argv, int *i, char short_name, const char *long_name,
-                        const char **value)
+/* What the options say together. Returns 0 or -EINVAL. */
+static int topts_check(const sonde_trace_opts_t *opts, char *err, size_t err_len)
 {
-    const char *arg = argv[*i];
-    if (arg[0] == '-' && arg[1] == short_name) {
-        if (arg[2]) {
-            *value = arg + 2;
-            return 1;
-        }
-        if (*i + 1 >= argc) return -EINVAL;
-        *value = argv[++*i];
-        return 1;
-    }
-    size_t len = topts_long(arg, long_name);
-    if (!len) return 0;
-    if (arg[len] == '=') {
-        *value = arg + len + 1;
-        return 1;
-    }
-    if (*i + 1 >= argc) return -EINVAL;
-    *value = argv[++*i];
-    return 1;
-}
-
-static bool topts_valid_sort(const char *key)
-{
-    for (int k = 0; sonde_trace_sort_choices[k]; k++)
-        if (strcmp(key, sonde_trace_sort_choices[k]) == 0) return true;
-    return false;
-}
-
-int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv, bool need_program,
-                           char *err, size_t err_len)
-{
-    memset(opts, 0, sizeof *opts);
-    int i = 0;
-    for (; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *value = NULL;
-        int rc;
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == 0) break; /* the program */
-        if (strcmp(arg, "-h") == 0 || topts_long(arg, "--help") == strlen(arg)) {
-            opts->help = true;
-            continue;
-        }
-        if (strcmp(arg, "-m") == 0) {
-            opts->module_flag = true;
-            continue;
-        }
-        if ((rc = topts_valued(argc, argv, &i, 'o', "--outfile", &value)) != 0) {
-            if (rc < 0 || !*value)
-                return sonde_errf(err, err_len, "option -o needs a file name%s", "");
-            opts->outfile = value;
-            continue;
-        }
-        if ((rc = topts_valued(argc, argv, &i, 'f', "--format", &value)) != 0) {
-            if (rc < 0 || (strcmp(value, "pstats") != 0 && strcmp(value, "pprof") != 0))
-                return sonde_errf(err, err_len, "option -f needs a format: pstats or pprof%s", "");
-            opts->format = value;
-            continue;
-        }
-        if ((rc = topts_valued(argc, argv, &i, 's', "--sort", &value)) != 0) {
-            if (rc < 0) return sonde_errf(err, err_len, "option -s needs a sort key%s", "");
-            if (!topts_valid_sort(value))
-                return sonde_errf(err, err_len,
-                                  "invalid sort key '%s' for -s (choose from calls, cumtime, "
-                                  "cumulative, filename, line, module, name, ncalls, nfl, pcalls, "
-                                  "stdname, time, tottime)",
-                                  value);
-            opts->sort = value;
-            continue;
-        }
-        return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde trace --help')", arg);
-    }
-    opts->n_option_tokens = i;
     if (opts->format && strcmp(opts->format, "pprof") == 0 && !opts->outfile)
-        return sonde_errf(err, err_len, "-f pprof needs -o OUTFILE (pprof is binary)%s", "");
-    if (!need_program) {
-        if (i < argc)
-            return sonde_errf(err, err_len, "unexpected argument '%s' among the options", argv[i]);
-        return 0;
-    }
+        return sonde_errf(err, err_len, "-f pprof needs -o OUTFILE (pprof is binary)");
+    return 0;
+}
+
+int sonde_trace_opts_parse(sonde_trace_opts_t *opts, int argc, char *const *argv, char *err,
+                           size_t err_len)
+{
+    void *targets[] = {opts};
+    sonde_opt_ctx_t ctx = {.targets = targets};
+    memset(opts, 0, sizeof *opts);
+    int rc = sonde_opt_parse(&topts_command, &ctx, argc, argv, err, err_len);
+    if (rc < 0) return rc;
+    opts->help = ctx.help;
+    opts->n_option_tokens = ctx.end;
     if (opts->help) return 0;
-    if (i >= argc) {
+    if ((rc = topts_check(opts, err, err_len)) < 0) return rc;
+    if (ctx.program < 0)
         return sonde_errf(err, err_len,
                           opts->module_flag
-                              ? "option -m needs a module name (see 'sonde trace --help')%s"
+                              ? "option -m needs a module name (see 'sonde trace --help')"
                               : "no program given: sonde trace [-o OUTFILE] [-s SORT] script.py "
-                                "[args] (see 'sonde trace --help')%s",
-                          "");
-    }
-    if (opts->module_flag)
-        opts->module = argv[i];
-    else
-        opts->script = argv[i];
-    opts->prog_argv = argv + i;
-    opts->prog_argc = argc - i;
+                                "[args] (see 'sonde trace --help')");
+    *(opts->module_flag ? &opts->module : &opts->script) = argv[ctx.program];
+    opts->prog_argv = argv + ctx.program;
+    opts->prog_argc = argc - ctx.program;
     return 0;
+}
+
+/* ---- the hand-over ----------------------------------------------------------------- */
+
+static void topts_put(sonde_buf_t *out, const char *key, const char *value)
+{
+    if (!value) return;
+    sonde_netstring_put(out, key, strlen(key));
+    sonde_netstring_put(out, value, strlen(value));
+}
+
+void sonde_trace_opts_encode(const sonde_trace_opts_t *opts, sonde_buf_t *out)
+{
+    topts_put(out, "outfile", opts->outfile);
+    topts_put(out, "format", opts->format);
+    topts_put(out, "sort", opts->sort);
+}
+
+int sonde_trace_opts_decode(sonde_trace_opts_t *opts, const char *text, char *err, size_t err_len)
+{
+    char **words = NULL, why[256] = "";
+    int n = 0;
+    memset(opts, 0, sizeof *opts);
+    int rc = sonde_netstring_get_words(text ? text : "", &words, &n);
+    if (rc == -ENOMEM) {
+        sonde_errf(err, err_len, "out of memory");
+        return rc;
+    }
+    opts->owned = words;
+    if (rc == 0 && n % 2) rc = -EINVAL;
+    for (int k = 0; rc == 0 && k < n; k += 2)
+        rc = sonde_opt_set(&topts_options, opts, words[k], words[k + 1], why, sizeof why);
+    if (rc == 0) rc = topts_check(opts, why, sizeof why);
+    if (rc == -ENOMEM) {
+        sonde_errf(err, err_len, "out of memory");
+        return rc;
+    }
+    if (rc < 0)
+        return sonde_errf(err, err_len,
+                          "the options handed over by the sonde command cannot be read%s%s%s "
+                          "(a command and a package from different builds?)",
+                          why[0] ? " (" : "", why, why[0] ? ")" : "");
+    return 0;
+}
+
+void sonde_trace_opts_free(sonde_trace_opts_t *opts)
+{
+    sonde_netstring_free_words(opts->owned);
+    opts->owned = NULL;
 }

@@ -1,21 +1,24 @@
 /* format.c — the format registry: every report format sonde writes, in one
  * table.
  *
- * Owns: sonde_formats (name, aliases, file name endings, whether the format
- * is built from call stacks, where it goes without -o, its writer), the
- * look-ups by name and by file name, the one decision about colour and
+ * Owns: sonde_formats (name, summary, aliases, file name endings, whether
+ * the format is built from call stacks, where it goes without -o, its
+ * writer), the look-ups by name and by file name, the formats' section of
+ * every command's --help (sonde_format_help), the one decision about colour and
  * terminal width, and sonde_report_emit (render, then write to a file or a
  * stream). Every command reaches every format through here: `sonde run`
  * and sonde.start() (through the run options, src/launch/options.c, and
- * src/ext/session.c), `sonde attach/record` (src/cli/attach_options.c,
- * attach_report.c) and `sonde view` (src/cli/view.c, which writes HTML only
- * and uses the table to tell other names apart). Adding a format is its
+ * src/ext/session.c), `sonde attach/record` and `sonde merge` (through the
+ * report options, src/launch/report_options.c; attach_report.c) and `sonde
+ * view` (src/cli/view.c, which writes HTML only and uses the table to tell
+ * other names apart); their help lists the formats from here. Adding a format is its
  * writer file plus one entry below. Plain C, no libpython; runs on the
  * caller's thread (the session's report may be written on the sampler
  * thread after SIGTERM), never in a signal handler.
  */
 #include "report.h"
 
+#include "../core/opt.h"
 #include "../prim/prim.h"
 
 #include <stdio.h>
@@ -83,13 +86,20 @@ static const char *const format_pprof_ext[] = {".pb.gz", ".pprof", NULL};
  * bytes) and drawn from stacks when the profile has them, else from lines:
  * it does not make a command record stacks. */
 const sonde_format_t sonde_formats[] = {
-    {"text", format_no_names, format_text_ext, NULL, false, format_text},
-    {"json", format_no_names, format_json_ext, NULL, false, format_json},
-    {"html", format_no_names, format_html_ext, "profile.html", false, format_html},
-    {"folded", format_folded_alias, format_folded_ext, NULL, true, format_folded},
-    {"svg", format_svg_alias, format_svg_ext, NULL, true, format_svg},
-    {"speedscope", format_no_names, format_speedscope_ext, NULL, true, format_speedscope},
-    {"pprof", format_no_names, format_pprof_ext, "profile.pb.gz", false, format_pprof},
+    {"text", "the line-level report", format_no_names, format_text_ext, NULL, false, format_text},
+    {"json", "the whole profile as JSON (docs/json-format.md)", format_no_names, format_json_ext,
+     NULL, false, format_json},
+    {"html", "one self-contained page that works offline", format_no_names, format_html_ext,
+     "profile.html", false, format_html},
+    {"folded", "folded stacks (FlameGraph's input)", format_folded_alias, format_folded_ext, NULL,
+     true, format_folded},
+    {"svg", "an interactive flame graph", format_svg_alias, format_svg_ext, NULL, true, format_svg},
+    {"speedscope", "speedscope's JSON (speedscope.app)", format_no_names, format_speedscope_ext,
+     NULL, true, format_speedscope},
+    {"pprof",
+     "gzipped profile.proto for go tool pprof and Pyroscope-style backends (per line, or from "
+     "call stacks when they are recorded)",
+     format_no_names, format_pprof_ext, "profile.pb.gz", false, format_pprof},
 };
 const size_t sonde_n_formats = SONDE_ARRAY_LEN(sonde_formats);
 
@@ -140,6 +150,30 @@ void sonde_format_list(char *buf, size_t len, bool extensions)
             if (k < 0) return;
             used += (size_t)k;
         }
+    }
+}
+
+void sonde_format_help(sonde_buf_t *out)
+{
+    sonde_buf_puts(out, "formats (--format NAME, or the ending of the output's name):\n");
+    for (size_t i = 0; i < sonde_n_formats; i++) {
+        const sonde_format_t *f = &sonde_formats[i];
+        sonde_buf_t label = SONDE_BUF_INIT, text = SONDE_BUF_INIT;
+        sonde_buf_puts(&label, f->name);
+        for (const char *const *alias = f->aliases; *alias; alias++)
+            sonde_buf_printf(&label, ", %s", *alias);
+        sonde_buf_puts(&text, f->summary);
+        if (f->needs_stacks) sonde_buf_puts(&text, ", drawn from call stacks (it records them)");
+        if (f == sonde_format_default()) sonde_buf_puts(&text, "; the default");
+        if (f->default_file) sonde_buf_printf(&text, "; default file %s", f->default_file);
+        for (const char *const *ext = f->extensions; *ext; ext++)
+            sonde_buf_printf(&text, "%s%s", ext == f->extensions ? "; files " : " ", *ext);
+        if (sonde_buf_error(&label) || sonde_buf_error(&text))
+            out->error = -ENOMEM;
+        else
+            sonde_opt_help_item(out, label.data, text.data, SONDE_OPT_HELP_COLUMN);
+        sonde_buf_free(&label);
+        sonde_buf_free(&text);
     }
 }
 

@@ -147,6 +147,7 @@ typedef struct sonde_report_ctx {
 
 typedef struct sonde_format {
     const char *name;              /* as --format takes it */
+    const char *summary;           /* what it is, for the help (one phrase) */
     const char *const *aliases;    /* other names --format takes; NULL-terminated */
     const char *const *extensions; /* file name endings that choose it (matched
                                       without case, longest first); NULL-terminated */
@@ -171,6 +172,10 @@ const sonde_format_t *sonde_format_of_path(const char *path);
 /* Writes "text, json, ..." (the names, or with extensions the file name
  * endings) into buf for messages and help; cut to len. */
 void sonde_format_list(char *buf, size_t len, bool extensions);
+/* Appends the help's section on the formats (every format with its
+ * aliases, summary, file name endings and default file), for every
+ * command's --help. Check sonde_buf_error. */
+void sonde_format_help(sonde_buf_t *out);
 
 /* The one colour and width decision: fills ctx with the defaults and, when
  * the report goes to fd (>= 0; -1 for a file), that terminal's width (else

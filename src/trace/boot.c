@@ -261,17 +261,13 @@ const char *sonde_trace_boot_outfile(void)
     return boot_prof && getpid() == boot_pid ? boot_outfile : NULL;
 }
 
-int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
+int sonde_trace_boot_gil(const sonde_trace_opts_t *handed, const char *program,
                          const char *outfile_override)
 {
-    sonde_trace_opts_t opts;
+    sonde_trace_opts_t opts = *handed;
     char err[512] = "";
     if (boot_prof) {
         PyErr_SetString(PyExc_RuntimeError, "sonde: sonde trace is already running");
-        return -1;
-    }
-    if (sonde_trace_opts_parse(&opts, n_tokens, tokens, false, err, sizeof err) < 0) {
-        PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
         return -1;
     }
     if (outfile_override) opts.outfile = outfile_override; /* after an exec: see exec.c */

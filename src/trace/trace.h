@@ -13,18 +13,20 @@
 #include <stdbool.h>
 
 struct sonde_buf;
+struct sonde_trace_opts;
 
 /* Adds the tracer's API to the sonde._sonde module (Profile, run, runctx,
  * ...). Returns 0 or -1 with an exception. */
 int sonde_trace_module_init(PyObject *module);
 
 /* Boot of `sonde trace` (called from the sitecustomize hook, before the
- * program's first line, after the environment was restored):
- * tokens[0..n_tokens-1] are the option words the CLI accepted (parse them
- * again), program is the script path or "-m module". Starts tracing and
- * arranges for the report/file at exit. Returns 0 or -1 with an exception
- * (the boot then prints it as one line and exits 2). */
-int sonde_trace_boot_gil(int n_tokens, char **tokens, const char *program,
+ * program's first line, after the environment was restored): opts are
+ * the options the CLI parsed, decoded from the hand-over
+ * (sonde_trace_opts_decode; borrowed for the call), program is the script
+ * path or "-m module". Starts tracing and arranges for the report/file at
+ * exit. Returns 0 or -1 with an exception (the boot then prints it as one
+ * line and exits 2). */
+int sonde_trace_boot_gil(const struct sonde_trace_opts *opts, const char *program,
                          const char *outfile_override);
 /* The statistics file of `sonde trace` in this process (absolute), NULL
  * when the report is printed or no boot trace runs. */

@@ -33,10 +33,25 @@ static void test_attach_spellings(void)
               !a.outfile && a.format == sonde_format_named("text") && !a.opts.per_thread &&
               !a.opts.idle && !a.opts.gil_only && !a.opts.subprocesses,
           "aopts_defaults", "rc %d err %s", rc, err);
+    /* -xVALUE, as in every command (issue #24: it was refused here) */
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 10, "-r", "250", "-d", "1.5", "42",
                "--threads", "--idle", "--gil", "--subprocesses", "-ff.folded");
-    check(rc == -EINVAL && strstr(err, "unknown option '-ff.folded'"), "aopts_no_attached_short",
+    check(rc == -EINVAL && strstr(err, "unknown format 'f.folded'"), "aopts_attached_short_value",
           "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 4, "-r250", "-ffolded", "-ox.txt",
+               "42");
+    check(rc == 0 && a.opts.rate_hz == 250 && a.format == sonde_format_named("folded") &&
+              strcmp(a.outfile, "x.txt") == 0,
+          "aopts_attached_short", "rc %d err %s", rc, err);
+    /* --json and --html, as in run (issue #24: refused before) */
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "--json", "42");
+    check(rc == 0 && a.format == sonde_format_named("json"), "aopts_json", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_RECORD, &a, err, sizeof err, 4, "--html", "-o", "p.x", "prog");
+    check(rc == 0 && a.format == sonde_format_named("html") && strcmp(a.command[0], "prog") == 0,
+          "aopts_html", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "--json", "-f", "svg", "42");
+    check(rc == -EINVAL && strstr(err, "--json and -f ask for different formats (json, svg)"),
+          "aopts_format_conflict_as_run", "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 9, "-r", "250", "-d", "1.5", "42",
                "--threads", "--idle", "--gil", "--subprocesses");
     check(rc == 0 && a.opts.rate_hz == 250 && a.opts.duration_sec == 1.5 && a.pid == 42 &&
@@ -152,8 +167,8 @@ static void test_record_and_dump(void)
     rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 1, "314");
     check(rc == 0 && a.pid == 314, "aopts_dump_pid", "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 2, "-r", "314");
-    check(rc == -EINVAL && strstr(err, "unknown option '-r' for dump"), "aopts_dump_no_options",
-          "rc %d err %s", rc, err);
+    check(rc == -EINVAL && strstr(err, "unknown option '-r' (see 'sonde dump --help')"),
+          "aopts_dump_no_options", "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 0);
     check(rc == -EINVAL && strstr(err, "dump needs the id of a process"), "aopts_dump_no_pid",
           "rc %d err %s", rc, err);
@@ -203,7 +218,7 @@ static void test_file_options(void)
     check(rc == -EINVAL && run_rc == -EINVAL && strcmp(err, run_err) == 0,
           "aopts_file_options_errors_as_run", "attach: %s; run: %s", err, run_err);
     rc = parse(SONDE_ATTACH_MODE_DUMP, &a, err, sizeof err, 2, "--profile-all", "42");
-    check(rc == -EINVAL && strstr(err, "unknown option '--profile-all' for dump"),
+    check(rc == -EINVAL && strstr(err, "unknown option '--profile-all' (see 'sonde dump --help')"),
           "aopts_dump_no_file_options", "rc %d err %s", rc, err);
     sonde_attach_args_free(&a);
 }
@@ -268,8 +283,33 @@ static void test_period_options(void)
     sonde_attach_args_free(&a);
 }
 
+/* The help comes from the tables: attach's and record's list every
+ * format and file name ending of the registry, their options, and only
+ * attach has the period options. */
+static void test_help(void)
+{
+    static const sonde_attach_mode_t modes[] = {SONDE_ATTACH_MODE_ATTACH, SONDE_ATTACH_MODE_RECORD};
+    for (size_t m = 0; m < SONDE_ARRAY_LEN(modes); m++) {
+        sonde_buf_t out = SONDE_BUF_INIT;
+        sonde_attach_help(modes[m], &out);
+        const char *h = out.data ? out.data : "";
+        for (size_t i = 0; i < sonde_n_formats; i++) {
+            check(strstr(h, sonde_formats[i].name) != NULL, "aopts_help_lists_format", "%s",
+                  sonde_formats[i].name);
+            for (const char *const *ext = sonde_formats[i].extensions; *ext; ext++)
+                check(strstr(h, *ext) != NULL, "aopts_help_lists_ending", "%s", *ext);
+        }
+        check(strstr(h, "-r, --rate HZ") && strstr(h, "-o, --output FILE") &&
+                  strstr(h, "--json, --html") && strstr(h, "--profile-only PAT[,PAT]") &&
+                  (strstr(h, "--period S") != NULL) == (modes[m] == SONDE_ATTACH_MODE_ATTACH),
+              "aopts_help_options", "%s", h);
+        sonde_buf_free(&out);
+    }
+}
+
 int main(void)
 {
+    test_help();
     test_period_options();
     test_attach_spellings();
     test_file_options();

@@ -86,8 +86,14 @@ static void test_every_option(void)
                "--verbose", "app.py");
     check(rc == 0 && o.n_profile_only == 3 && same(o.profile_only[2], "c") && o.verbose,
           "ropts_patterns_accumulate", "rc %d err %s", rc, err);
+    /* -h ends the options, as in every command; an error before it stays */
     rc = parse(&o, true, err, sizeof err, 3, "-h", "--bogus-after-help?", "x");
-    check(rc == -EINVAL, "ropts_help_does_not_hide_errors", "rc %d", rc);
+    check(rc == 0 && o.help, "ropts_help_ends_the_options", "rc %d err %s", rc, err);
+    rc = parse(&o, true, err, sizeof err, 3, "--bogus", "-h", "x");
+    check(rc == -EINVAL && strstr(err, "--bogus"), "ropts_error_before_help", "rc %d", rc);
+    rc = parse(&o, false, err, sizeof err, 1, "--help");
+    check(rc == -EINVAL && strstr(err, "unknown option '--help'"), "ropts_no_help_in_start",
+          "rc %d err %s", rc, err);
     rc = parse(&o, true, err, sizeof err, 1, "--help");
     check(rc == 0 && o.help && !o.script, "ropts_help", "rc %d err %s", rc, err);
     sonde_run_opts_free(&o);
@@ -229,13 +235,15 @@ static void test_errors(void)
          "--profile-only needs a comma-separated list of at most 32 patterns",
          3},
         {"ropts_err_exclude_missing", {"--profile-exclude"}, "--profile-exclude needs", 1},
-        {"ropts_err_output_empty", {"-o", "", "a.py"}, "--output needs a file name", 3},
-        {"ropts_err_output_missing", {"--outfile"}, "--output needs a file name", 1},
+        {"ropts_err_output_empty", {"-o", "", "a.py"}, "option -o needs a file name", 3},
+        {"ropts_err_output_missing", {"--outfile"}, "option --outfile needs a file name", 1},
         {"ropts_err_format",
          {"--format", "png", "a.py"},
          "unknown format 'png' (text, json, html, folded, svg, speedscope, pprof)",
          3},
-        {"ropts_err_format_missing", {"-f"}, "--format needs a format name", 1},
+        {"ropts_err_format_missing", {"-f"}, "option -f needs a format name", 1},
+        {"ropts_err_flag_value", {"--stacks=1", "a.py"}, "option --stacks takes no value", 2},
+        {"ropts_err_flag_attached", {"-vx", "a.py"}, "unknown option '-vx'", 2},
         {"ropts_err_unknown",
          {"--bogus", "a.py"},
          "unknown option '--bogus' (see 'sonde run --help')",
