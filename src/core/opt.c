@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPT_WORD_MAX 64    /* an option's name as given, for messages */
+#define OPT_WORD_MAX 64     /* an option's name as given, for messages */
 #define OPT_CHOICES_MAX 256 /* a list of choices, for messages */
 
 /* An option found for a word: opt NULL with help set for -h/--help. */
@@ -284,7 +284,8 @@ static void opt_label(sonde_buf_t *label, const sonde_opt_t *opt)
 {
     if (opt->short_name) sonde_buf_printf(label, "-%c", opt->short_name);
     if (opt->name) sonde_buf_printf(label, "%s%s", opt->short_name ? ", " : "", opt->name);
-    if (opt->kind != SONDE_OPT_FLAG) sonde_buf_printf(label, " %s", opt->metavar ? opt->metavar : "VALUE");
+    if (opt->kind != SONDE_OPT_FLAG)
+        sonde_buf_printf(label, " %s", opt->metavar ? opt->metavar : "VALUE");
 }
 
 /* An option's help: "{choices}" replaced, its alias named. */

@@ -79,8 +79,8 @@ typedef struct sonde_opt_family {
 
 /* A command's options: its families and how its other words are read. */
 typedef struct sonde_opt_cmd {
-    const char *name;  /* "run": "sonde run" in messages; "" for `sonde` itself */
-    const char *usage; /* the help's beginning: usage lines and what the command does */
+    const char *name;   /* "run": "sonde run" in messages; "" for `sonde` itself */
+    const char *usage;  /* the help's beginning: usage lines and what the command does */
     const char *epilog; /* the help's end, or NULL */
     const sonde_opt_family_t *const *families; /* NULL-terminated */
     bool abbrev; /* a unique prefix of a long name is that name (optparse's rule) */
@@ -133,8 +133,7 @@ void sonde_opt_help(const sonde_opt_cmd_t *cmd, struct sonde_buf *out);
  * the width of the help from column `column` (SONDE_OPT_HELP_COLUMN for
  * options; on the next line when the label is too long; label NULL: a
  * paragraph). For the families' sections and the list of commands. */
-void sonde_opt_help_item(struct sonde_buf *out, const char *label, const char *text,
-                         size_t column);
+void sonde_opt_help_item(struct sonde_buf *out, const char *label, const char *text, size_t column);
 #define SONDE_OPT_HELP_COLUMN 29
 #define SONDE_OPT_HELP_WIDTH 79
 

@@ -72,8 +72,8 @@ static const sonde_opt_t report_output_table[] = {
 };
 
 const sonde_opt_family_t sonde_report_format_options = {
-    NULL, report_format_table, SONDE_ARRAY_LEN(report_format_table), report_apply,
-    sonde_format_help,
+    NULL,         report_format_table, SONDE_ARRAY_LEN(report_format_table),
+    report_apply, sonde_format_help,
 };
 
 const sonde_opt_family_t sonde_report_output_options = {

@@ -117,7 +117,7 @@ static int topt_positional(void *arg, const char *word, char *err, size_t err_le
 }
 
 static sonde_opt_cmd_t topt_command = {
-    "test", "usage: sonde test [options] WORDS\n", "the end\n", topt_families, false,
+    "test",          "usage: sonde test [options] WORDS\n", "the end\n", topt_families, false,
     topt_positional,
 };
 
@@ -169,8 +169,7 @@ static void test_values(void)
     check(rc == 0 && same(got.name, "") && got.n_positional == 1, "opt_empty_value_allowed",
           "rc %d err %s", rc, err);
     rc = parse(false, false, err, sizeof err, 4, "--count", "--count", "--name=a", "--name=b");
-    check(rc == 0 && got.count == 2 && same(got.name, "b"), "opt_repeats", "rc %d err %s", rc,
-          err);
+    check(rc == 0 && got.count == 2 && same(got.name, "b"), "opt_repeats", "rc %d err %s", rc, err);
     rc = parse(false, false, err, sizeof err, 2, "--colour", "green");
     check(rc == 0 && same(got.colour, "green"), "opt_choice", "rc %d err %s", rc, err);
 }
@@ -224,7 +223,10 @@ static void test_errors(void)
         const char *name, *words[3], *message;
         int n;
     } cases[] = {
-        {"opt_err_unknown", {"--bogus=1"}, "unknown option '--bogus=1' (see 'sonde test --help')", 1},
+        {"opt_err_unknown",
+         {"--bogus=1"},
+         "unknown option '--bogus=1' (see 'sonde test --help')",
+         1},
         {"opt_err_unknown_short", {"-z"}, "unknown option '-z' (see 'sonde test --help')", 1},
         {"opt_err_flag_attached", {"-Fx"}, "unknown option '-Fx' (see 'sonde test --help')", 1},
         {"opt_err_flag_value", {"--flag=1"}, "option --flag takes no value", 1},
@@ -234,7 +236,9 @@ static void test_errors(void)
         {"opt_err_empty_separate", {"--nap", ""}, "option --nap needs a path", 2},
         {"opt_err_choice", {"-c", "blue"}, "option -c needs a colour (red, green), got 'blue'", 2},
         {"opt_err_choice_missing", {"--colour"}, "option --colour needs a colour (red, green)", 1},
-        {"opt_err_refused", {"--refuse=bad"}, "option --refuse needs a value it likes, got 'bad'",
+        {"opt_err_refused",
+         {"--refuse=bad"},
+         "option --refuse needs a value it likes, got 'bad'",
          1},
         {"opt_err_own_message", {"--refuse", "own"}, "--refuse: its own message for 'own'", 2},
         {"opt_err_no_prefix", {"--na=x"}, "unknown option '--na=x'", 1},
@@ -339,8 +343,8 @@ static void test_help_text(void)
     snprintf(item, sizeof item, "\n%-*s%s\n", SONDE_OPT_HELP_COLUMN, "  -n, --name NAME",
              "a name (--other is the same option)");
     snprintf(indent, sizeof indent, "\n%*sindent, however", SONDE_OPT_HELP_COLUMN, "");
-    check(strncmp(h, "usage: sonde test", 17) == 0 && strstr(h, "\noptions:\n") && strstr(h, item) &&
-              strstr(h, "\n  -F, --flag, --no-flag  ") &&
+    check(strncmp(h, "usage: sonde test", 17) == 0 && strstr(h, "\noptions:\n") &&
+              strstr(h, item) && strstr(h, "\n  -F, --flag, --no-flag  ") &&
               strstr(h, "the colour, one of red, green\n") && strstr(h, "\n  -p PROG  ") &&
               strstr(h, "\n  -h, --help  ") && strstr(h, "\nmore:\n  --later") &&
               strstr(h, "\na section of its own\n") && strstr(h, "\nthe end\n"),
