@@ -19,10 +19,12 @@ def pytest_addoption(parser):
                          "stderr at the end (or to --sonde-output)")
     group.addoption("--sonde-output", metavar="FILE",
                     help="write the report to FILE (implies --sonde); its ending "
-                         "picks the format as with `sonde run -o` (.json, .html, .svg, ...)")
+                         "picks the format as with `sonde run -o`")
+    # The formats are the registry's (src/report/format.c), which
+    # `sonde run --help` lists: no copy here to fall behind.
     group.addoption("--sonde-format", metavar="FORMAT",
-                    help="the report's format (implies --sonde): text, json, html, svg, "
-                         "folded, speedscope")
+                    help="the report's format (implies --sonde): any that `sonde run "
+                         "--format` takes (`sonde run --help` lists them)")
     group.addoption("--sonde-per-test", action="store_true",
                     help="(implies --sonde) add the slowest tests, each with its "
                          "lines of most time, to the terminal summary")
