@@ -75,8 +75,10 @@ def test_context_manager_and_restart(env):
     script = env.write("ctx.py", """\
         import time, sonde
         def spin(s):
-            end = time.perf_counter() + s
-            while time.perf_counter() < end: pass  # @spin
+            # s seconds of the process's CPU time: on a loaded machine a
+            # wall-clock spin gets too little of it (5 ticks at a load of 10)
+            end = time.process_time() + s
+            while time.process_time() < end: pass  # @spin
         with sonde.profile(outfile=%r, json=True):
             spin(0.4)
         with sonde.profile(outfile=%r, json=True, interval=0.005):
