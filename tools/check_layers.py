@@ -16,6 +16,11 @@ The rules (docs/ARCHITECTURE.md, "Layers"):
   - Layers point one way: src/core/ includes nothing outside src/core/;
     src/prim/ includes nothing outside src/prim/ and src/core/.
   - A folder's *_internal.h is included from that folder only.
+  - Folders call one another one way: a call from a file of folder A to a
+    sonde_* function defined in folder B makes A depend on B, and these
+    dependencies form no cycle (a header that declares another folder's
+    functions would hide one from the include rule; callbacks handed down
+    as function pointers are how a lower folder reaches a higher one).
 Comments do not count: a banner may say what /proc file a prim function
 reads. --self-test feeds the rules breaches and near misses, so that a
 check that could no longer fail is caught.
@@ -121,9 +126,69 @@ def check_include(rel, number, folder, row):
     return found
 
 
+# A function definition at the start of a line (its name sonde_*), and a call.
+DEFINITION = re.compile(r"^(?:[A-Za-z_][\w \t*]*[ \t*])?(sonde_\w+)\s*\([^;{]*\)\s*\{", re.M)
+CALL_SONDE = re.compile(r"\b(sonde_\w+)\s*\(")
+
+
+def folder_of(rel):
+    parts = rel.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "src" else None
+
+
+def check_calls(texts):
+    """Cycles among the folders' calls, texts being {rel: text}: one breach
+    per pair of folders that reach each other, naming a call each way."""
+    codes = {rel: split_code(text)[0] for rel, text in texts.items()}
+    defined = {}
+    for rel, code in codes.items():
+        if rel.endswith(".c"):
+            for match in DEFINITION.finditer(code):
+                defined.setdefault(match.group(1), set()).add(folder_of(rel))
+    calls = {}  # (from folder, to folder) -> "rel:line: name" of the first call
+    for rel in sorted(codes):
+        here = folder_of(rel)
+        for number, row in enumerate(codes[rel].split("\n"), 1):
+            for match in CALL_SONDE.finditer(row):
+                for there in defined.get(match.group(1), ()):
+                    if here and there and there != here:
+                        calls.setdefault((here, there), "%s:%d: %s()" % (rel, number,
+                                                                        match.group(1)))
+    edges = {}
+    for here, there in calls:
+        edges.setdefault(here, set()).add(there)
+
+    def path(start, goal):
+        seen, todo = {start: None}, [start]
+        while todo:
+            node = todo.pop()
+            for nxt in sorted(edges.get(node, ())):
+                if nxt not in seen:
+                    seen[nxt] = node
+                    todo.append(nxt)
+        if goal not in seen:
+            return None
+        hops, node = [], goal
+        while seen[node] is not None:
+            hops.append((seen[node], node))
+            node = seen[node]
+        return hops[::-1]
+
+    found = []
+    folders = sorted(edges)
+    for i, a in enumerate(folders):
+        for b in folders[i + 1:]:
+            there, back = path(a, b), path(b, a)
+            if there and back:
+                found.append("%s (and back: %s): src/%s/ and src/%s/ call each other; hand the "
+                             "lower one a callback instead"
+                             % (calls[there[0]], calls[back[0]], a, b))
+    return found
+
+
 def check_tree(src):
     root = os.path.dirname(os.path.abspath(src))
-    found = []
+    found, texts = [], {}
     for dirpath, _, files in os.walk(src):
         for name in sorted(files):
             if not name.endswith((".c", ".h")):
@@ -131,8 +196,9 @@ def check_tree(src):
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             with open(path, encoding="utf-8", errors="replace") as f:
-                found += check_file(rel, f.read())
-    return sorted(found)
+                texts[rel] = f.read()
+            found += check_file(rel, texts[rel])
+    return sorted(found) + check_calls(texts)
 
 
 SELF_TESTS = [
@@ -157,8 +223,33 @@ SELF_TESTS = [
 ]
 
 
+# (files, breaches expected) for the call rule
+CALL_SELF_TESTS = [
+    ({"src/ext/a.c": "int sonde_a(void)\n{\n    return sonde_t();\n}\n",
+      "src/trace/t.c": "int sonde_t(void)\n{\n    return 1;\n}\n"}, 0),
+    ({"src/ext/a.c": "int sonde_a(void)\n{\n    return sonde_t();\n}\n",
+      "src/trace/t.c": "int sonde_t(void)\n{\n    return sonde_a();\n}\n"}, 1),
+    # through a third folder
+    ({"src/ext/a.c": "int sonde_a(void)\n{\n    return sonde_t();\n}\n",
+      "src/trace/t.c": "int sonde_t(void)\n{\n    return sonde_r();\n}\n",
+      "src/report/r.c": "static int\nsonde_r(void)\n{\n    return sonde_a();\n}\n"}, 3),
+    # a call in a comment is none; a header that declares the other folder's
+    # function depends on it (the way a cycle was once hidden)
+    ({"src/ext/a.c": "int sonde_a(void)\n{\n    return sonde_t();\n}\n",
+      "src/trace/t.h": "int sonde_a(void);\n",
+      "src/trace/t.c": "/* sonde_a() calls us */\nint sonde_t(void)\n{\n    return 0;\n}\n"},
+     1),
+]
+
+
 def self_test():
     bad = 0
+    for texts, expected in CALL_SELF_TESTS:
+        found = check_calls(texts)
+        if len(found) != expected:
+            bad += 1
+            print("check_layers self-test: calls %r: %d breaches, expected %d: %s"
+                  % (sorted(texts), len(found), expected, found))
     for rel, text, expected in SELF_TESTS:
         found = check_file(rel, text)
         if len(found) != expected:

@@ -1,32 +1,23 @@
-/* collect.c — the collector of `sonde run` (see collect.h).
+/* collect.c — the period helper of `sonde run --period` (see collect.h),
+ * and the pieces the merge at the program's end shares with it.
  *
- * Owns: the process that stays the program's parent when `sonde run`
- * follows the program's Python processes (the default): its private
- * directory, where every profiled process leaves its live marker at its
- * start and its profile (written atomically) at its end (src/ext/session.c;
- * the names, the format and the merge are src/handover/'s); signal
- * forwarding; the wait for the program and for the processes it left
- * running; the merge of the profiles handed over into one report; and
- * ending the way the program ended.
- *
- * Signals: SIGCHLD and the forwarded signals are blocked and taken with
- * sigtimedwait in the loop; no handler runs. A signal sent to this process
- * alone (kill, a supervisor, `timeout`) is sent on to the program; one the
- * terminal sends to the whole foreground group (Ctrl-C) reached the
- * program already and is not sent twice. This process is a child
- * subreaper, so that the processes the program leaves behind become its
- * children and it can tell whether any Python one still runs.
- *
- * Continuous profiles (`sonde run --period`): the directory also holds
- * the period word, which this process maps and every profiled process maps
- * read-only (session.c): the number of periods ended. At each period's
- * end the loop counts one more; each process's sampler thread sees it at
- * its next tick and hands what it sampled since the last period over as
- * that period's piece. Once every running process has (or a short wait
- * has passed: a late one's profile goes into the next period), the loop
- * merges those and the final profiles of processes that ended, and hands
- * the merge to the command (sonde_collect_out_t.submit), which encodes and
- * sends it; files are deleted once read, so that nothing grows with time.
+ * Owns: `sonde _periods`' loop (sonde_collect_periods): the process the
+ * command starts detached before it execs the interpreter (src/cli/run.c;
+ * two forks, a session of its own), never the program's parent. It makes
+ * the period word in the private directory, which every profiled process
+ * maps read-only (src/ext/session.c): the number of periods ended. At each
+ * period's end the loop counts one more; each process's sampler thread sees
+ * it at its next tick and hands what it sampled since the last period over
+ * as that period's piece (the names, the format and the merge are
+ * src/handover/'s). Once every running process has (or a short wait has
+ * passed: a late one's profile goes into the next period), the loop merges
+ * those and the final profiles of processes that ended, and hands the merge
+ * to the command (sonde_collect_out_t.submit), which encodes and sends it;
+ * files are deleted once read, so that nothing grows with time. It watches
+ * the root by its pid and its ENDING marker rather than waiting for a
+ * child. Also the list of the directory's live markers, the liveness test
+ * and the report writer that children.c's merge uses
+ * (collect_internal.h).
  *
  * Runs in the `sonde` process only, ordinary code (collect_on_cancel is a
  * signal handler, installed only while the last periods are sent).

@@ -570,7 +570,10 @@ int sonde_boot_gil(void)
             PyErr_Format(PyExc_RuntimeError, "sonde: %s", err);
             goto done;
         }
-        if (sonde_trace_boot_gil(&trace_opts, program, *exec_outfile ? exec_outfile : NULL) < 0)
+        static const sonde_trace_host_t host = {sonde_exec_wrap_gil, sonde_exec_unwrap_gil,
+                                                sonde_ext_gzip, sonde_boot_script_failed_gil};
+        if (sonde_trace_boot_gil(&host, &trace_opts, program, *exec_outfile ? exec_outfile : NULL) <
+            0)
             goto done;
         boot_keep_handover(boot_paths, mode, options, preload, exec_gen,
                            *exec_gen ? exec_base : sonde_trace_boot_outfile(), NULL, false);

@@ -248,6 +248,38 @@ extern char sonde_ext_pkg_dir[4096];
  * candidate (the build tree's) in buf, or -ENAMETOOLONG. */
 int sonde_ext_command_path(char *buf, size_t len);
 
+/* ---- services shared with the tracer's boot (exec.c, gzip.c, boot.c) -------------
+ * src/trace/ reaches these only through the sonde_trace_host_t that
+ * boot.c gives sonde_trace_boot_gil (trace.h), never by name. */
+
+/* (exec.c) Puts wrappers in place of os.execv and os.execve that have the
+ * session and the boot profile write their reports before the process is
+ * replaced; counted: the last unwrap gives the functions back (if they are
+ * still the wrappers). Wrap returns 0 or -1 with an exception; unwrap
+ * never fails. */
+int sonde_exec_wrap_gil(void);
+void sonde_exec_unwrap_gil(void);
+
+/* (gzip.c) The module's compress callback for pprof (sonde_compress_fn,
+ * report.h): gzip through the interpreter's own zlib module (compressobj
+ * with wbits 31), so that the module links no zlib. Runs when this thread
+ * holds the GIL, or takes it back (PyGILState) when arg is
+ * SONDE_EXT_GZIP_TAKE_GIL (a Python thread that released it); elsewhere
+ * (the report after SIGTERM, on the sampler thread), or without a zlib
+ * module, it returns -ENOSYS and the writer leaves the protobuf
+ * uncompressed. Never raises (a pending exception is kept). Returns 0,
+ * -ENOSYS or -ENOMEM. */
+int sonde_ext_gzip(const void *data, size_t len, struct sonde_buf *out, void *arg);
+#define SONDE_EXT_GZIP_TAKE_GIL ((void *)1)
+
+/* (boot.c) True when the interpreter could not start the program's main
+ * script: it reported (sys.last_value) an exception that no frame raised
+ * (sys.last_traceback is None), other than KeyboardInterrupt: a syntax
+ * error, a NUL byte or undecodable source met while compiling the script.
+ * Python's traceback is then all the output; the exit hooks of `sonde run`
+ * and `sonde trace` write no report. Never raises. */
+bool sonde_boot_script_failed_gil(void);
+
 /* ---- fatal signals (crash.c) ---------------------------------------------------- */
 
 /* A `sonde run` session's handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and

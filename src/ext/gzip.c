@@ -1,8 +1,7 @@
 /* gzip.c — gzip for the module's pprof output, through Python's zlib.
  *
- * Owns: sonde_ext_gzip (declared in src/trace/trace.h with the other
- * parts the tracer takes from the module), the compress callback the session and
- * `sonde trace` give the report context. The extension module must not
+ * Owns: sonde_ext_gzip (ext.h), the compress callback the session and
+ * `sonde trace` (through its host, trace.h) give the report context. The extension module must not
  * link zlib (a second copy beside the program's own), so it calls the
  * interpreter's zlib module: zlib.compressobj(6, DEFLATED, 31), whose
  * window bits 16 + 15 write a gzip header and trailer. Runs with the GIL:
@@ -10,8 +9,6 @@
  * session writes its report without the GIL); never in a signal handler.
  */
 #include "ext.h"
-
-#include "../trace/trace.h"
 
 #define GZIP_LEVEL 6
 #define GZIP_DEFLATED 8            /* zlib.DEFLATED */

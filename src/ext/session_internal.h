@@ -15,7 +15,6 @@
 
 #include "../handover/handover.h"
 #include "../report/report.h"
-#include "../trace/trace.h"
 
 #include <fcntl.h>
 #include <limits.h>

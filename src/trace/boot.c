@@ -36,6 +36,7 @@ static const sonde_format_t *boot_format; /* pprof when -f or -o's ending asks
                                              for it (.pb.gz, .pprof); NULL: pstats */
 static sonde_trace_sort_t boot_sort;
 static pid_t boot_pid;
+static const sonde_trace_host_t *boot_host; /* the module's services (static) */
 
 /* ---- the main frame (inside the hooks) --------------------------------------- */
 
@@ -128,7 +129,7 @@ static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
         boot_error("sonde: cannot build the statistics: %s%s", msg, NULL);
         goto done;
     }
-    if (sonde_boot_script_failed_gil()) goto done; /* never started: Python's traceback says it */
+    if (boot_host->script_failed_gil()) goto done; /* never started: Python's traceback says it */
     if (stats.n_rows == 0) {
         boot_error("sonde: no function call was recorded%s%s",
                    p->armed ? " (the program's main code never started)" : "", NULL);
@@ -139,7 +140,7 @@ static void boot_write(sonde_trace_prof_t *p, bool direct_fd)
         sonde_buf_t data = SONDE_BUF_INIT;
         sonde_report_ctx_t ctx;
         sonde_report_ctx_init(&ctx, -1);
-        ctx.pprof.compress = sonde_ext_gzip;
+        ctx.pprof.compress = boot_host->compress;
         ctx.pprof.count_type = "calls";
         int rc = sonde_trace_report(&stats, boot_format, &ctx, &data);
         if (rc == 0) {
@@ -187,7 +188,7 @@ static PyObject *boot_atexit(PyObject *self, PyObject *unused)
     sonde_trace_term_stop_gil();
     boot_prof = NULL;
     boot_write(p, false);
-    sonde_exec_unwrap_gil();
+    boot_host->exec_unwrap_gil();
     Py_DECREF(p);
     sonde_trace_term_finish_gil();
     Py_RETURN_NONE;
@@ -261,8 +262,8 @@ const char *sonde_trace_boot_outfile(void)
     return boot_prof && getpid() == boot_pid ? boot_outfile : NULL;
 }
 
-int sonde_trace_boot_gil(const sonde_trace_opts_t *handed, const char *program,
-                         const char *outfile_override)
+int sonde_trace_boot_gil(const sonde_trace_host_t *host, const sonde_trace_opts_t *handed,
+                         const char *program, const char *outfile_override)
 {
     sonde_trace_opts_t opts = *handed;
     char err[512] = "";
@@ -304,13 +305,14 @@ int sonde_trace_boot_gil(const sonde_trace_opts_t *handed, const char *program,
     Py_XDECREF(res);
     Py_XDECREF(func);
     Py_XDECREF(atexit);
-    if (!res || sonde_exec_wrap_gil() < 0) {
+    boot_host = host;
+    if (!res || host->exec_wrap_gil() < 0) {
         Py_DECREF(p);
         return -1;
     }
     if (sonde_trace_enable_gil(p) < 0 || sonde_trace_term_start_gil(boot_write_on_term) < 0) {
         if (sonde_trace_disable_gil(p) < 0) PyErr_Clear();
-        sonde_exec_unwrap_gil();
+        boot_host->exec_unwrap_gil();
         Py_DECREF(p);
         return -1;
     }

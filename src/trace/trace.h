@@ -19,15 +19,36 @@ struct sonde_trace_opts;
  * ...). Returns 0 or -1 with an exception. */
 int sonde_trace_module_init(PyObject *module);
 
+/* What the tracer's boot needs from the module that hosts it, given at
+ * boot by src/ext/boot.c (its own functions), so that the tracer calls
+ * nothing above it (src/ext/ is above src/trace/; docs/ARCHITECTURE.md,
+ * "Layers"). All are called with the GIL held and never raise except
+ * exec_wrap_gil.
+ *   exec_wrap_gil / exec_unwrap_gil: put and take back the wrappers of
+ *     os.exec* that have the boot profile written before the process is
+ *     replaced (counted; wrap returns 0 or -1 with an exception);
+ *   compress: pprof's gzip through the interpreter's zlib (report.h's
+ *     sonde_compress_fn, arg NULL: this thread holds the GIL);
+ *   script_failed_gil: true when the interpreter could not start the main
+ *     script (a syntax error: Python's traceback is all the output, no
+ *     report is written). */
+typedef struct sonde_trace_host {
+    int (*exec_wrap_gil)(void);
+    void (*exec_unwrap_gil)(void);
+    int (*compress)(const void *data, size_t len, struct sonde_buf *out, void *arg);
+    bool (*script_failed_gil)(void);
+} sonde_trace_host_t;
+
 /* Boot of `sonde trace` (called from the sitecustomize hook, before the
- * program's first line, after the environment was restored): opts are
+ * program's first line, after the environment was restored): host is
+ * the module's services (kept by pointer: static storage), opts are
  * the options the CLI parsed, decoded from the hand-over
  * (sonde_trace_opts_decode; borrowed for the call), program is the script
  * path or "-m module". Starts tracing and arranges for the report/file at
  * exit. Returns 0 or -1 with an exception (the boot then prints it as one
  * line and exits 2). */
-int sonde_trace_boot_gil(const struct sonde_trace_opts *opts, const char *program,
-                         const char *outfile_override);
+int sonde_trace_boot_gil(const sonde_trace_host_t *host, const struct sonde_trace_opts *opts,
+                         const char *program, const char *outfile_override);
 /* The statistics file of `sonde trace` in this process (absolute), NULL
  * when the report is printed or no boot trace runs. */
 const char *sonde_trace_boot_outfile(void);
@@ -38,35 +59,5 @@ const char *sonde_trace_boot_outfile(void);
  * Never raise. */
 void sonde_trace_boot_before_exec_gil(void);
 void sonde_trace_boot_after_exec_gil(void);
-
-/* ---- provided by the extension's shared parts (src/ext/) ---------------------------- */
-
-/* (src/ext/exec.c) Puts wrappers in place of os.execv and os.execve that
- * have the session and the boot profile write their reports before the
- * process is replaced; counted: the last unwrap gives the functions back
- * (if they are still the wrappers). Wrap returns 0 or -1 with an
- * exception; unwrap never fails. */
-int sonde_exec_wrap_gil(void);
-void sonde_exec_unwrap_gil(void);
-
-/* (src/ext/gzip.c) The module's compress callback for pprof
- * (sonde_compress_fn, report.h): gzip through the interpreter's own zlib
- * module (compressobj with wbits 31), so that the module links no zlib.
- * Runs when this thread holds the GIL, or takes it back (PyGILState) when
- * arg is SONDE_EXT_GZIP_TAKE_GIL (a Python thread that released it);
- * elsewhere (the report after SIGTERM, on the sampler thread), or without
- * a zlib module, it returns -ENOSYS and the writer leaves the protobuf
- * uncompressed. Never raises (a pending exception is kept). Returns 0,
- * -ENOSYS or -ENOMEM. */
-int sonde_ext_gzip(const void *data, size_t len, struct sonde_buf *out, void *arg);
-#define SONDE_EXT_GZIP_TAKE_GIL ((void *)1)
-
-/* (src/ext/boot.c) True when the interpreter could not start the program's
- * main script: it reported (sys.last_value) an exception that no frame
- * raised (sys.last_traceback is None), other than KeyboardInterrupt: a
- * syntax error, a NUL byte or undecodable source met while compiling the
- * script. Python's traceback is then all the output; the exit hooks of
- * `sonde run` and `sonde trace` write no report. Never raises. */
-bool sonde_boot_script_failed_gil(void);
 
 #endif
