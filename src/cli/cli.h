@@ -21,10 +21,6 @@ int sonde_cli_gzip(const void *data, size_t len, struct sonde_buf *out, void *un
 
 /* `sonde run`: argv[0..argc-1] are the words after "run". */
 int sonde_cli_run(int argc, char **argv);
-/* `sonde run --period`: makes the private directory (*dir, malloc'd) and
- * starts the period helper, detached, and waits until it is ready. Returns
- * 0, or 2 after a line saying why (nothing is left then). */
-int sonde_cli_run_start_periods(char **dir);
 /* `sonde _periods DIR ROOT_PID RUN_WORDS...`: the period helper. Returns
  * its exit status. */
 int sonde_cli_run_periods_main(int argc, char **argv);
@@ -47,36 +43,31 @@ int sonde_cli_record(int argc, char **argv);
 int sonde_cli_dump(int argc, char **argv);
 
 struct sonde_program;
-struct sonde_run_opts;
-struct sonde_period_args;
-/* The common end of `sonde run` and `sonde trace`: checks the program and
- * the outfile, finds the package, and replaces the process with the
- * interpreter in the given mode, handing over the mode's encoded options
- * (launch.h); preload_shim: run --memory. collect: `sonde run`'s options;
- * unless they say --no-subprocesses, the process stays as the collector
- * (src/collect/) and returns the program's exit status when it is done;
- * period (NULL: none; settled options) makes it hand one profile per
- * period to the fleet pipeline (period.c) instead of one report at the
- * end. Otherwise returns (an exit status) only on failure, after
- * printing the error. */
+/* The common end of `sonde run` and `sonde trace` (start.c): checks the
+ * program and the outfile, finds the package and an interpreter it has a
+ * module for, runs before_exec (NULL: none; `sonde run --period` starts
+ * its period helper there: run.c; it returns 0, or an exit status after
+ * printing why), and replaces the process with the interpreter in the
+ * given mode, handing over the mode's encoded options (launch.h);
+ * preload_shim: run --memory. Returns (an exit status) only on failure,
+ * after printing the error. */
 int sonde_cli_launch(const char *mode, const struct sonde_program *prog, const char *outfile,
-                     const char *options, bool preload_shim, const struct sonde_run_opts *collect,
-                     const struct sonde_period_args *period);
+                     const char *options, bool preload_shim, int (*before_exec)(void));
 
 /* Prints a command's help, which write appends to a buffer, on standard
- * output. Returns 0 (the exit status of --help), or 1 after saying that
+ * output (message.c). Returns 0 (the exit status of --help), or 1 after saying that
  * memory ran out. */
 int sonde_cli_help(void (*write)(struct sonde_buf *out));
 
-/* Prints "sonde: <message>\n" on stderr. */
+/* Prints "sonde: <message>\n" on stderr (message.c). */
 void sonde_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Directory of the sonde Python package that belongs to this command,
- * <prefix>/bin/sonde: the first of sonde_cli_pkg_dir_nth's, else (none
+/* Directory of the sonde Python package that belongs to this command
+ * (start.c), <prefix>/bin/sonde: the first of sonde_cli_pkg_dir_nth's, else (none
  * found) <prefix>/lib/sonde, where the build puts it. Returns 0 or -errno. */
 int sonde_cli_pkg_dir(char *buf, size_t len);
 /* The nth (from 0) directory below <prefix> that holds the package, in
- * the order main.c's main_pkg_layouts gives: the build tree's lib/sonde,
+ * the order start.c's start_pkg_layouts gives: the build tree's lib/sonde,
  * `make install`'s lib/sonde/sonde, pip's lib/python3.N/site-packages/sonde
  * (a venv, --user) and .../dist-packages/sonde. Returns 0, or -ENOENT past
  * the last, or -errno. */

@@ -5,7 +5,7 @@
  * virtual environment comes first), its search on PATH, and the check
  * that this sonde has an extension module for that interpreter's version
  * (one line naming the command that builds one when it has not). Called
- * by sonde_cli_launch (main.c) just before the hand-over. The version is
+ * by sonde_cli_launch (start.c) just before the hand-over. The version is
  * read without running the interpreter: from the name its path resolves
  * to (python3.12), else from a virtual environment's pyvenv.cfg; when
  * neither says, the check is left to the boot hook (sonde/_boot/

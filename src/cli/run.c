@@ -130,7 +130,10 @@ int sonde_cli_run_periods_main(int argc, char **argv)
     return status;
 }
 
-int sonde_cli_run_start_periods(char **dir)
+/* `sonde run --period`: makes the private directory (*dir, malloc'd) and
+ * starts the period helper, detached, and waits until it is ready. Returns
+ * 0, or 2 after a line saying why (nothing is left then). */
+static int run_start_periods(char **dir)
 {
     char self[PATH_MAX], root[24];
     int rc = sonde_prim_private_dir(dir);
@@ -194,6 +197,22 @@ fail:
     return 2;
 }
 
+/* sonde_cli_launch's step before the exec under --period: the helper, and
+ * the directory's name handed to the program. Returns 0, or 2 after a
+ * line saying why. */
+static int run_periods_before_exec(void)
+{
+    char *dir = NULL;
+    if (run_start_periods(&dir) != 0) return 2;
+    int set = setenv(SONDE_ENV_COLLECT, dir, 1);
+    free(dir);
+    if (set != 0) {
+        sonde_cli_error("cannot set the environment: %s", strerror(errno));
+        return 2;
+    }
+    return 0;
+}
+
 int sonde_cli_run(int argc, char **argv)
 {
     sonde_run_opts_t opts;
@@ -219,8 +238,8 @@ int sonde_cli_run(int argc, char **argv)
     }
     sonde_cli_choose_python(opts.python);
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc, opts.command};
-    status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory, &opts,
-                              period.period_sec ? &period : NULL);
+    status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory,
+                              period.period_sec ? run_periods_before_exec : NULL);
 done:
     sonde_buf_free(&encoded);
     sonde_run_opts_free(&opts);

@@ -36,8 +36,8 @@ int sonde_cli_trace(int argc, char **argv)
         return 2;
     }
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc};
-    int status = sonde_cli_launch("trace", &prog, opts.outfile, words.data ? words.data : "", false,
-                                  NULL, NULL);
+    int status =
+        sonde_cli_launch("trace", &prog, opts.outfile, words.data ? words.data : "", false, NULL);
     sonde_buf_free(&words);
     return status;
 }

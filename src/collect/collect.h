@@ -2,7 +2,7 @@
  * followed processes at its end (children.c), and the periods of
  * `sonde run --period` (collect.c).
  *
- * Owns: the interface between the CLI (src/cli/main.c) and the collector
+ * Owns: the interface between the CLI (src/cli/main.c, run.c) and the merges
  * (collect.c). Runs in the `sonde` process only (separate from the
  * program); never in the interpreter.
  */

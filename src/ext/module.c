@@ -383,7 +383,7 @@ static PyTypeObject module_profile_type = {
 
 /* The command sonde/__main__.py hands over to: <prefix>/bin/sonde, the
  * package lying two, three or four levels below <prefix>, as the command
- * looks for it (src/cli/main.c): <prefix>/lib/sonde (the build tree),
+ * looks for it (src/cli/start.c): <prefix>/lib/sonde (the build tree),
  * <prefix>/lib/sonde/sonde (`make install`, and Debian's
  * lib/python3/dist-packages), <prefix>/lib/python3.N/site-packages/sonde
  * (`pip install`: a venv, ~/.local). */
