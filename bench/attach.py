@@ -16,8 +16,8 @@
     python3 bench/attach.py [--build build] [--reps 3] [--seconds 5]
                             [--only WORKLOAD] [--append docs/PERFORMANCE.md]
 
---append adds a "## sonde attach / record" section to the file (run after
-bench/run.py --write, which rewrites the file).
+--append puts a "## sonde attach / record" section into the file, its own
+(bench/doc.py: replaced at each run, the rest of the file kept).
 """
 import argparse
 import datetime
@@ -29,6 +29,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc import put_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -195,9 +198,8 @@ def main():
                          % (rate, "all (--idle)" if idle else "running ones (default)", percent,
                             samples, depth))
         lines += ["", "Target: <= 5 % of one core at 100 Hz.", ""]
-        with open(args.append, "a") as f:
-            f.write("\n".join(lines))
-        print("appended to " + args.append)
+        how = put_section(args.append, "bench/attach.py", "\n".join(lines))
+        print("%s bench/attach.py's section of %s" % (how, args.append))
 
 
 if __name__ == "__main__":

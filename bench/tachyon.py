@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc import put_section  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TIMER = ("import runpy, sys, time\n"
@@ -173,9 +176,8 @@ def main():
         lines.append("| median | | " + " | ".join("x%.3f / x%.2f" % summary[m]
                                                   for m in names[1:]) + " |")
         lines.append("")
-        with open(args.append, "a") as f:
-            f.write("\n".join(lines))
-        print("appended to " + args.append)
+        how = put_section(args.append, "bench/tachyon.py", "\n".join(lines))
+        print("%s bench/tachyon.py's section of %s" % (how, args.append))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ sonde's added time over cProfile's; the targets are <= 0.5 on 3.12+ and
 --monotonic adds a column for sonde with CLOCK_MONOTONIC instead of the
 TSC. On 3.12+ two more modes measure the floor that sys.monitoring itself
 sets: the same events delivered to C callbacks that do nothing, and to
-callbacks that only read the clock (bench/floor.c, built here). --write writes the tables as Markdown; --append adds them to the end
-of a file (`make bench`: after bench/run.py wrote docs/PERFORMANCE.md).
+callbacks that only read the clock (bench/floor.c, built here). --write and
+--append (the same) put the tables as Markdown into the file's section of
+this script (bench/doc.py: replaced at each run, the rest of the file kept).
 Timings on a shared machine are noisy: compare ratios, and rerun.
 """
 import argparse
@@ -29,6 +30,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc import put_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -297,11 +301,8 @@ def main():
                     w["floor_clock_added_ns"] / w["cprofile_added_ns"], w["ratio"]))
         lines.append("")
         path = args.write or args.append
-        with open(path, "w" if args.write else "a") as f:
-            if args.append and f.tell() > 0:
-                f.write("\n")
-            f.write("\n".join(lines))
-        print("wrote " + path)
+        how = put_section(path, "bench/trace.py", "\n".join(lines))
+        print("%s bench/trace.py's section of %s" % (how, path))
     return 0
 
 
