@@ -128,3 +128,15 @@ def find_interpreters(extra_paths=()):
              for n, p, v in found]
     found.sort(key=lambda f: (f[2], f[0]))
     return found
+
+
+def one_per_minor(interps):
+    """The whole matrix's interpreters (make test): one per minor version,
+    the system's where it has one (Debian's /usr/bin/python3, libpython
+    inside a stripped executable, the build users meet), a pyenv build of
+    the same minor version left out: pyenv's other versions test the shared
+    libpython, and .ci/run's sanitizer step runs the left-out one's whole
+    suite (tests/run.py --python picks it). Returns (kept, left out)."""
+    system_minors = {v[:2] for n, _, v in interps if n.endswith("-system")}
+    kept = [i for i in interps if i[0].endswith("-system") or i[2][:2] not in system_minors]
+    return kept, [i for i in interps if i not in kept]

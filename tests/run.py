@@ -8,7 +8,7 @@ interpreters each concerns (its tier, below), and ends with the line
 
     python3 tests/run.py [-k SUBSTRING]... [--python NAME_OR_PATH] [-v]
                          [--no-chroot] [--cc COMPILER] [--werror] [--sanitize]
-                         [--all-versions]
+                         [--all-versions] [--serial]
 
 Run as root with the Debian archive reachable, it also runs the suite for
 Debian unstable's CPython from 3.13 to the newest supported inside the chroot
@@ -58,7 +58,17 @@ measures time or overhead, which ASan's slower code and allocator change).
 
 Interpreters: see tests/pythons.py (PYTHONS="...", or found on this machine;
 --python PATH adds and selects one; the supported range is the one in
-src/pyread/pyversions.h).
+src/pyread/pyversions.h). Without --python the host runs one interpreter
+per minor version, the system's where it has one (pythons.one_per_minor:
+here pyenv's 3.11.7 is left out with one SKIP line, and .ci/run's
+sanitizer step runs its whole suite).
+
+The chroot's interpreters run in a thread beside the host's (--serial: after
+them), their lines interleaved whole. Tests that measure CPU time against a
+truth declare `ALONE = "why"` (a module) or `test_x.alone = "why"` and take
+turns through one lock (ALONE_LOCK, under /tmp, which the chroot shares):
+two accuracy tests never run at once, while the other stream's ordinary
+tests load the machine beside them, as the accuracy tests are built to bear.
 
 A test is a function `test_*(env)` in a tests/e2e module; it fails by raising
 (AssertionError or anything else). `NOT_WITH_CC = "why"` skips a module in a
@@ -67,6 +77,8 @@ A function may set `test_x.requires = "numpy"` to run only where numpy imports.
 """
 import argparse
 import concurrent.futures
+import contextlib
+import fcntl
 import glob
 import importlib.util
 import os
@@ -75,6 +87,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -159,6 +172,40 @@ def load_modules(patterns, results):
     return mods
 
 
+# One line at a time on standard output: the chroot's interpreters run in a
+# thread beside the host's (run_in_chroot), each line whole.
+PRINT_LOCK = threading.Lock()
+
+
+def say(line):
+    with PRINT_LOCK:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+# Tests that measure CPU time against a truth (ALONE = "why" in a module,
+# test_x.alone = "why" on a function) take this lock while they run, so
+# that two of them never share the machine: the other stream's ordinary
+# tests go on beside them, a load the accuracy tests are built to bear
+# (tests/accuracy.py), not a second accuracy test with its busy threads.
+# /tmp: the chroot binds the host's, so the lock is one for both (and for
+# another tree's run on the same machine).
+ALONE_LOCK = "/tmp/sonde-tests-alone.lock"
+
+
+@contextlib.contextmanager
+def alone(active):
+    if not active:
+        yield
+        return
+    fd = os.open(ALONE_LOCK, os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 class Results:
     def __init__(self, verbose):
         self.passed = 0
@@ -198,17 +245,16 @@ class Results:
     def record(self, label, ok, detail="", seconds=0.0, skipped=False):
         if skipped:
             self.skipped += 1
-            print("SKIP %s: %s" % (label, detail), flush=True)
+            say("SKIP %s: %s" % (label, detail))
             return
         if ok:
             self.passed += 1
             # a test may return the figures it measured: always shown
-            print("PASS %s (%.1fs)%s" % (label, seconds, (": " + detail) if detail else ""),
-                  flush=True)
+            say("PASS %s (%.1fs)%s" % (label, seconds, (": " + detail) if detail else ""))
         else:
             self.failed += 1
             self.failures.append(label)
-            print("FAIL %s (%.1fs): %s" % (label, seconds, detail), flush=True)
+            say("FAIL %s (%.1fs): %s" % (label, seconds, detail))
 
 
 def sanitizer_env(cc, log_dir):
@@ -288,21 +334,23 @@ def run_test(func, env):
 
 def run_in_chroot(args, results):
     """Runs this suite inside the chroot, one interpreter after another, and
-    adds its counts to results. Returns the names of the interpreters run."""
+    adds its counts to results (its own: it runs in a thread beside the
+    host's interpreters unless --serial). Returns the names of the
+    interpreters run."""
     tool = os.path.join(ROOT, "tools", "chroot.sh")
     versions = pythons.chroot_versions()
     not_tested = "Debian unstable's %s not tested" % "/".join(versions)
     if os.geteuid() != 0:
-        print("chroot: not used (needs root): " + not_tested, flush=True)
+        say("chroot: not used (needs root): " + not_tested)
         return []
     t0 = time.time()
     proc = subprocess.run([tool, "ensure"], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        print("chroot: " + (proc.stderr.strip().splitlines() or ["cannot create it"])[-1]
-              + ": " + not_tested, flush=True)
+        say("chroot: " + (proc.stderr.strip().splitlines() or ["cannot create it"])[-1]
+            + ": " + not_tested)
         return []
     if time.time() - t0 > 5:
-        print("chroot: created in %.0fs" % (time.time() - t0), flush=True)
+        say("chroot: created in %.0fs" % (time.time() - t0))
     names = []
     try:
         for ver in versions:
@@ -335,7 +383,7 @@ def run_in_chroot(args, results):
                     results.failures.append(line[5:].split(" (")[0])
                 if line.startswith("failed: "):
                     continue
-                print(line, flush=True)
+                say(line)
             if p.wait() != 0 and not counted:
                 results.record("chroot [python%s]" % ver, False, "exit %d" % p.returncode)
     finally:
@@ -361,6 +409,8 @@ def main():
     ap.add_argument("--werror", action="store_true", help="build with WERROR=1")
     ap.add_argument("--sanitize", action="store_true", help="build with ASan and UBSan "
                     "(make SAN=1) in build/test-asan/ and run under them")
+    ap.add_argument("--serial", action="store_true",
+                    help="run the chroot's interpreters after the host's, not beside them")
     ap.add_argument("--all-versions", action="store_true",
                     help='run every test on every interpreter, the version-independent ones '
                     '(VERSIONS = "tiers: ...") too, which otherwise run on three')
@@ -383,6 +433,11 @@ def main():
     if args.python:
         interps = [i for i in interps if any(p == i[0] or p == i[1] or i[0].startswith(p)
                                              for p in args.python)]
+    if not args.python and not args.inside_chroot:
+        interps, left_out = pythons.one_per_minor(interps)
+        for n, p, _ in left_out:
+            say("SKIP %s (%s): the system's interpreter of its minor version is tested here; "
+                "--python %s runs it (.ci/run's sanitizer step does)" % (n, p, n))
     if args.inside_chroot:
         # Debian unstable's interpreters, named so in the host's summary
         interps = [(n.replace("-system", "-sid"), p, v) for n, p, v in interps]
@@ -390,8 +445,20 @@ def main():
         print("no CPython %s interpreter found" % pythons.range_text())
         print("0 passed, 1 failed")
         return 1
-    print("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps), flush=True)
+    say("interpreters: " + ", ".join("%s (%s)" % (n, p) for n, p, _ in interps))
     modules = load_modules(args.k, results)
+
+    # Debian unstable's interpreters, in the chroot: in a thread beside the
+    # host's (their builds and most tests wait on processes more than they
+    # compute; the accuracy tests take turns through ALONE_LOCK), or after
+    # them with --serial.
+    use_chroot = not args.no_chroot and not args.python and not args.sanitize
+    chroot_results, chroot_names = Results(args.v), []
+    chroot_thread = None
+    if use_chroot and not args.serial:
+        chroot_thread = threading.Thread(
+            target=lambda: chroot_names.extend(run_in_chroot(args, chroot_results)), daemon=True)
+        chroot_thread.start()
 
     # inside the chroot the host's run has done the unit tests and the
     # tests of the command itself (tier "once")
@@ -427,9 +494,9 @@ def main():
                 else:
                     what = "%d of its %d tests (%s)" % (len(left), len(tests),
                                                       ", ".join(n for n, _, _, _ in left))
-                print("SKIP %s [%s]: %s, version-independent (%s), run on %s only; "
-                      "--all-versions runs them here"
-                      % (mod_name, name, what, "; ".join(whys), pythons.TIER_TEXT), flush=True)
+                say("SKIP %s [%s]: %s, version-independent (%s), run on %s only; "
+                    "--all-versions runs them here"
+                    % (mod_name, name, what, "; ".join(whys), pythons.TIER_TEXT))
                 results.tier_skipped += len(left)
             for test_name, func, tier, _ in tests:
                 if tier == "once" and not first or tier == "tiers" and not tiers_here:
@@ -448,8 +515,10 @@ def main():
                 if args.sanitize and why:
                     results.record(label, None, "not under sanitizers: " + why, skipped=True)
                     continue
+                why_alone = getattr(func, "alone", None) or getattr(mod, "ALONE", None)
                 try:
-                    ok, detail, secs = run_test(func, env)
+                    with alone(bool(why_alone)):
+                        ok, detail, secs = run_test(func, env)
                 finally:
                     env.cleanup()
                 reports = sanitizer_reports(san_log) if san_log else ""
@@ -462,14 +531,25 @@ def main():
         first = False
 
     tested = [n for n, _, _ in interps]
-    if not args.no_chroot and not args.python and not args.sanitize:
-        tested += run_in_chroot(args, results)
+    if use_chroot:
+        if chroot_thread:
+            chroot_thread.join()
+        else:
+            chroot_names.extend(run_in_chroot(args, chroot_results))
+        tested += chroot_names
+        results.passed += chroot_results.passed
+        results.failed += chroot_results.failed
+        results.skipped += chroot_results.skipped
+        results.failures += chroot_results.failures
+        results.tier_ran += chroot_results.tier_ran
+        results.tier_left += chroot_results.tier_left
+        results.tier_skipped += chroot_results.tier_skipped
     if results.failures:
-        print("failed: " + ", ".join(results.failures))
+        say("failed: " + ", ".join(results.failures))
     if results.tier_line():
-        print(results.tier_line())
-    print("interpreters tested: " + ", ".join(tested))
-    print("%d passed, %d failed" % (results.passed, results.failed))
+        say(results.tier_line())
+    say("interpreters tested: " + ", ".join(tested))
+    say("%d passed, %d failed" % (results.passed, results.failed))
     return 0 if results.failed == 0 else 1
 
 

@@ -38,6 +38,8 @@ from accuracy import (need_samples, samples_to_catch, share_at_least, share_at_m
                       share_near, shares_close)
 
 VERSIONS = "all: attach reads each interpreter's memory through its version's layout"
+ALONE = ("the attach reader's shares against the target's own clocks, some runs with a core "
+         "kept busy: never beside another accuracy test (tests/run.py, ALONE_LOCK)")
 
 # Systematic allowances (percentage points):
 # - a function or line that is all of one thing by construction (hot()

@@ -43,6 +43,8 @@ from accuracy import need_samples, samples_to_catch, share_at_least, share_at_mo
 from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
 VERSIONS = "all: CPU attribution is the in-process sampler's frame walk and the native rule"
+ALONE = ("CPU shares against the program's own clocks, with busy threads and loaded runs of its "
+         "own: never beside another accuracy test (tests/run.py, ALONE_LOCK)")
 
 # tests/run.py --sanitize skips this module: it measures CPU attribution
 # against the program's own clocks, for about 5 minutes under ASan on one

@@ -31,6 +31,8 @@ from support import check, lines_by_no, marked_lines
 
 VERSIONS = ("tiers: the byte-sampling estimator is C code the same everywhere (which allocations "
             "reach the hooks, and their lines, are test_memory's, on every interpreter)")
+ALONE = ("allocation figures against the program's own counts, with loaded runs of its own: "
+         "never beside another accuracy test (tests/run.py, ALONE_LOCK)")
 
 
 def _profile(env, name, source, args=(), options=()):
