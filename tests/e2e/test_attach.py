@@ -398,12 +398,14 @@ import time
 
 
 def spin_here(seconds):
+    # said from inside: a dump right after it finds this frame (said before
+    # the call, a dump under load found <module> still on the call's line)
+    print("ready", flush=True)
     end = time.monotonic() + seconds
     while time.monotonic() < end:  # @spin
         pass
 
 
-print("ready", flush=True)
 spin_here(30)
 '''
 
