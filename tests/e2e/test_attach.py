@@ -85,13 +85,22 @@ BIAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 def test_attach_hot_function(env):
     script = program("hot.py")
     out = os.path.join(env.tmp, "hot.json")
-    with Target(env, script) as target:
-        proc = env.run_sonde(["attach", str(target.pid), "--duration", "1", "-o", out])
-    sonde_ok(proc, "attach")
-    prof = load_json(out)
+    # The rate: at least half its ticks in 1 s at 100 Hz. Ticks that come
+    # late on an overloaded machine (33 in one second at a load of 15) are
+    # lost, not made up: a second attach is made then, and a sampler that
+    # runs at a third of its rate falls short both times.
+    counts = []
+    for _ in range(2):
+        with Target(env, script) as target:
+            proc = env.run_sonde(["attach", str(target.pid), "--duration", "1", "-o", out])
+        sonde_ok(proc, "attach")
+        prof = load_json(out)
+        counts.append(prof["n_samples"])
+        if prof["n_samples"] >= 50:
+            break
     totals = function_totals(prof)
     share = totals.get("hot", 0.0)
-    check(prof["n_samples"] >= 50, "only %d samples in 1 s at 100 Hz" % prof["n_samples"])
+    check(prof["n_samples"] >= 50, "only %s samples in 1 s at 100 Hz" % counts)
     # truth: hot() is all the target runs after "ready"; the defect: time
     # charged to its caller (or elsewhere), a quarter of it at least
     n = _function_samples(prof, None)
