@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import threading
 
 
 # The environment before tests/run.py --sanitize added its variables
@@ -69,17 +70,22 @@ class Env:
         self.sonde = os.path.join(build, "bin", "sonde")
         self.lib = os.path.join(build, "lib")
         self._tmp = None
+        # threads of one case (the stress suite's modes run at once) may
+        # all ask first: one directory, made once
+        self._tmp_lock = threading.Lock()
 
     @property
     def tmp(self):
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="sonde-test-")
-        return self._tmp
+        with self._tmp_lock:
+            if self._tmp is None:
+                self._tmp = tempfile.mkdtemp(prefix="sonde-test-")
+            return self._tmp
 
     def cleanup(self):
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        with self._tmp_lock:
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
 
     def write(self, name, text):
         path = os.path.join(self.tmp, name)

@@ -1091,5 +1091,4 @@ def attach_to_dying_targets(env):
 
 
 # the cases of issue #23 (where the program stands; losses said)
-import standing  # noqa: E402,F401
 import process_model  # noqa: E402,F401 (the launcher-side cases and the losses)

@@ -6,10 +6,12 @@ and with `sonde run prog.py` (and `sonde run --memory` where cheap), and
 compares what the driver observed: the program's parent, process group and
 session; an inherited readiness pipe's end; PDEATHSIG; signals to the
 parent and to the group; STOP/CONT of the pid the launcher got;
-RLIMIT_NPROC; `timeout`. Then the ways a profile can be lost (a full
-$TMPDIR, privileges dropped, the private directory deleted, a child still
-running, abort and SIGSEGV, `ulimit -n` and `ulimit -f`, `-o` read right
-after the return): the program does what it did under python, and every
+RLIMIT_NPROC; `timeout`. Their programs start a followed child
+(`subprocess` of sys.executable) before what is observed, so that all that
+`sonde run` does for children is in play. Then the ways a profile can be
+lost (a full $TMPDIR, privileges dropped, the private directory deleted, a
+child still running, abort and SIGSEGV, `ulimit -n` and `ulimit -f`, `-o`
+read right after the return): the program does what it did under python, and every
 profile missing is said in a `sonde:` line and counted in `partial`.
 
 Each case's note (printed with PASS, or in the FAIL line) reads
@@ -138,17 +140,28 @@ def _not_sonde(err):
     return b"".join(l for l in err.splitlines(True) if not l.startswith(b"sonde: "))
 
 
-def _kill_if_ours(pid_file, marker):
-    """Kills the process whose pid the program left in pid_file, if its
-    command line still holds marker (the pid is not reused)."""
+def _kill_pid_if_ours(pid, *markers):
+    """Kills pid if its command line still holds one of markers (the pid
+    is not reused)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmdline = f.read()
+        if any(m.encode() in cmdline for m in markers):
+            os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _kill_if_ours(pid_file, *markers):
+    """_kill_pid_if_ours of each pid the program left in pid_file (apart by
+    blanks; read once the program has ended)."""
     try:
         with open(pid_file) as f:
-            pid = int(f.read())
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            if marker.encode() in f.read():
-                os.kill(pid, signal.SIGKILL)
+            pids = [int(w) for w in f.read().split()]
     except (OSError, ValueError):
-        pass
+        return
+    for pid in pids:
+        _kill_pid_if_ours(pid, *markers)
 
 
 def _accounted(doc, err, expected):
@@ -204,7 +217,8 @@ def _busy(seconds):
 # --- where the program stands ---------------------------------------------
 
 IDS = """
-    import json, os
+    import json, os, subprocess, sys
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     ppid = os.getppid()
     try:
         with open("/proc/%d/comm" % ppid) as f:
@@ -253,9 +267,12 @@ def pm_parent_group_session(env):
 
 
 READINESS = """
-    import os, sys, time
+    import os, subprocess, sys, time
     fd = int(sys.argv[1])
     os.fstat(fd)  # inherited
+    # a followed child started with subprocess (close_fds: no copy), still
+    # running when the program closes fd
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.6)"])
     pid = os.fork()  # a followed child, which closes its copy at once
     if pid == 0:
         os.close(fd)
@@ -265,6 +282,7 @@ READINESS = """
     time.sleep(0.2)
     os.close(fd)  # ready
     time.sleep(1)
+    helper.wait()
     print("done")
 """
 
@@ -272,9 +290,10 @@ READINESS = """
 @pm_case(alone=True)
 def pm_readiness_pipe(env):
     """A supervisor waits for EOF on a pipe the program inherits (pass_fds)
-    and closes when ready (at 0.2 s, then it sleeps 1 s): the EOF comes
-    when python's does (within 0.15 s), not when the program or a helper
-    ends. Timed: one run at a time, and run alone."""
+    and closes when ready (at 0.2 s, then it sleeps 1 s; a child started
+    with subprocess runs on to 0.6 s, a forked one closed its copy): the
+    EOF comes when python's does (within 0.15 s), not when the program, a
+    child or a helper ends. Timed: one run at a time, and run alone."""
     values, eofs = {}, {}
     for mode in ("python",) + BOTH:
         cwd, prof = _prepare(env, mode, READINESS)
@@ -314,7 +333,8 @@ SETSID_DRIVER = """
 """
 
 SETSID_PROG = """
-    import os, time
+    import os, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     os.setsid()
     print("ready", flush=True)
     time.sleep(0.4)
@@ -353,7 +373,8 @@ def pm_setsid_survives_group_sigterm(env):
 
 
 PDEATHSIG = """
-    import ctypes, os, signal, sys, time
+    import ctypes, os, signal, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     def bye(signum, frame):
         with open("marker", "w") as f:
             f.write("SIGTERM")
@@ -392,13 +413,18 @@ def pm_pdeathsig(env):
             marker = os.path.join(cwd, "marker")
             got = None
             while time.monotonic() - t0 < 2.5:
-                if os.path.exists(marker):
-                    time.sleep(0.02)
+                # The handler creates the marker, then writes it: an empty
+                # read is that moment, not an answer.
+                try:
                     with open(marker) as f:
-                        got = "%s after %.2f s" % (f.read(), time.monotonic() - t0)
+                        text = f.read()
+                except FileNotFoundError:
+                    text = ""
+                if text:
+                    got = "%s after %.2f s" % (text, time.monotonic() - t0)
                     break
                 time.sleep(0.01)
-            _kill_if_ours_pid(pid, "prog.py")
+            _kill_pid_if_ours(pid, "prog.py")
             return got.split(" after ")[0] if got else "nothing within 2.5 s", got
         finally:
             middle.stdout.close()
@@ -407,15 +433,6 @@ def pm_pdeathsig(env):
     check(results["python"][0] == "SIGTERM", "python: " + values["python"])
     check(all(v[0] == "SIGTERM" for v in results.values()), "differs: " + _note(values))
     return _note(values)
-
-
-def _kill_if_ours_pid(pid, marker):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            if marker.encode() in f.read():
-                os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 USR1_DRIVER = """
@@ -429,7 +446,8 @@ USR1_DRIVER = """
 """
 
 USR1_PROG = """
-    import os, signal, time
+    import os, signal, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     for _ in range(3):
         os.kill(os.getppid(), signal.SIGUSR1)
         time.sleep(0.05)
@@ -460,7 +478,8 @@ def pm_sigusr1_to_parent(env):
 
 
 KILLPG = """
-    import errno, os, signal, time
+    import errno, os, signal, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     got = []
     signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
     print("group leader", os.getpgid(0) == os.getpid())
@@ -503,7 +522,8 @@ def pm_killpg_own_group(env):
 
 
 STOPPED = """
-    import os, time
+    import os, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     print("ready", os.getpid(), flush=True)
     gaps = []
     last = time.monotonic()
@@ -586,14 +606,59 @@ def _readable_by_others(path):
     return bool(os.stat(path).st_mode & 0o004)
 
 
-def _unused_uid(first):
-    uid = first
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
+_UID_LOCK = threading.Lock()
+_NEXT_UID = [61000 + os.getpid() % 500 * 8]
+
+
+def _unused_uids(names):
+    """{name: a uid without a passwd entry}, none handed out before by this
+    process: the cases that run at once as users of their own (one per
+    mode) never share one, and their processes count apart."""
+    uids = {}
+    with _UID_LOCK:
+        for name in names:
+            uid = _NEXT_UID[0]
+            while True:
+                try:
+                    pwd.getpwuid(uid)
+                except KeyError:
+                    break
+                uid += 1
+            uids[name] = uid
+            _NEXT_UID[0] = uid + 1
+    return uids
+
+
+def _as_user_with_nproc(uid, limit):
+    """A preexec_fn: no groups, RLIMIT_NPROC at limit, then gid and uid."""
+    def drop():
+        os.setgroups([])
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+        os.setgid(uid)
+        os.setuid(uid)
+    return drop
+
+
+def _nproc_runs(env, source):
+    """Runs source as a user of its own per mode (python and BOTH at once)
+    with RLIMIT_NPROC 8; {mode: "<ending>, <stdout>[; sonde: lines]"}.
+    Skips unless root and the build is readable by others."""
+    _root_only()
+    for path in (env.sonde, env.lib, env.python):
+        if not _readable_by_others(path):
+            raise Skip("the build (%s) is not readable by other users" % path)
+    shared = _open_to_others(env)
+    uids = _unused_uids(("python",) + BOTH)
+
+    def observe(mode):
+        cwd, _ = _prepare(env, mode, source)
+        os.chmod(cwd, 0o755)
+        prof = os.path.join(shared, "profile-%s.json" % mode)
+        rc, out, err, _ = _run(env, _command(env, mode, prof), cwd,
+                               preexec_fn=_as_user_with_nproc(uids[mode], 8))
+        return "%s, %r%s" % (_ended(rc), out.decode().strip(),
+                             "; " + " / ".join(_sonde_lines(err)) if _sonde_lines(err) else "")
+    return _each(BOTH, observe)
 
 
 def _open_to_others(env):
@@ -609,38 +674,45 @@ def _open_to_others(env):
                  "profiled process has a sampler thread (the program and each child once its "
                  "session starts): a program that forks up to the limit gets about half the "
                  "children (7 under python, 4 under sonde at 8). Left open: inherent to sampling "
-                 "inside the process; standing.py's rlimit_nproc_budget checks that no process "
-                 "of sonde's counts")
+                 "inside the process; pm_nproc_budget checks that no process of sonde's "
+                 "counts")
 def pm_nproc_limit(env):
     """`ulimit -u 8` for a user of its own (as root: no groups, the limit,
     then an unused uid >= 61000): as many forks succeed as under python."""
-    _root_only()
-    for path in (env.sonde, env.lib, env.python):
-        if not _readable_by_others(path):
-            raise Skip("the build (%s) is not readable by other users" % path)
-    shared = _open_to_others(env)
-    # one user per mode (they run at once): their processes count apart
-    uids, uid = {}, 61000 + os.getpid() % 2000
-    for mode in ("python",) + BOTH:
-        uids[mode] = uid = _unused_uid(uid)
-        uid += 1
-
-    def observe(mode):
-        cwd, _ = _prepare(env, mode, NPROC)
-        os.chmod(cwd, 0o755)
-        prof = os.path.join(shared, "profile-%s.json" % mode)
-        uid = uids[mode]
-
-        def drop():
-            os.setgroups([])
-            resource.setrlimit(resource.RLIMIT_NPROC, (8, 8))
-            os.setgid(uid)
-            os.setuid(uid)
-        rc, out, err, _ = _run(env, _command(env, mode, prof), cwd, preexec_fn=drop)
-        return "%s, %r%s" % (_ended(rc), out.decode().strip(),
-                             "; " + " / ".join(_sonde_lines(err)) if _sonde_lines(err) else "")
-    values = _each(BOTH, observe)
+    values = _nproc_runs(env, NPROC)
     check(values["python"].startswith("exit 0, 'forks "), "python: " + values["python"])
+    check(all(v.split(";")[0] == values["python"] for v in values.values()),
+          "differs: " + _note(values))
+    return _note(values)
+
+
+NPROC_BUDGET = """
+    import os, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
+    pids = []
+    for i in range(3):
+        try:
+            pid = os.fork()
+        except BlockingIOError:
+            break
+        if pid == 0:
+            time.sleep(0.5)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    print("forks", len(pids))
+"""
+
+
+@pm_case()
+def pm_nproc_budget(env):
+    """`ulimit -u 8` as in pm_nproc_limit, but the program (after a
+    followed child) forks only 3 children: 8 leaves room for the program,
+    its 3 children and a sampler thread each, and all 3 forks succeed under
+    sonde as under python (no process of sonde's takes their place)."""
+    values = _nproc_runs(env, NPROC_BUDGET)
+    check(values["python"] == "exit 0, 'forks 3'", "python: " + values["python"])
     check(all(v.split(";")[0] == values["python"] for v in values.values()),
           "differs: " + _note(values))
     return _note(values)
@@ -772,7 +844,9 @@ def pm_full_tmpdir_period(env):
 
 
 SETUID = textwrap.dedent("""
-    import os, sys, time
+    import os, subprocess, sys, time
+    if sys.argv[1:] == ["after-a-child"]:
+        subprocess.run([sys.executable, "-c", "pass"], check=True)  # followed, as root
     os.setgroups([])
     os.setgid(65534)
     os.setuid(65534)
@@ -783,46 +857,74 @@ SETUID = textwrap.dedent("""
 def pm_setuid_children(env):
     """Run as root, the program drops to nobody (setuid 65534), then forks
     two children that run a bit: python's status and output; the children
-    in the report, or a `sonde:` line and partial counting them. (-o names
-    a directory anyone may write, as /tmp.)"""
+    in the report, or a `sonde:` line and partial counting them. Then the
+    same after a followed child started as root (the directory of the
+    profiles is then root's, not the children's): python's status, output
+    and standard error (but sonde's lines), the report names the program,
+    and one `sonde:` line, the only one, says the profiles are left out
+    (partial does not count them: processes_lost is 0 there, so this
+    variant is not held to _check_losses). (-o names a directory anyone
+    may write, as /tmp.)"""
     _root_only()
     shared = _open_to_others(env)
 
-    def observe(mode):
-        cwd, _ = _prepare(env, mode, SETUID)
-        prof = os.path.join(shared, "profile-%s.json" % mode)
-        rc, out, err, _ = _run(env, _command(env, mode, prof), cwd)
-        return rc, out, err, cwd, prof
-    return _check_losses(env, {}, _each(BOTH, observe), 3, BOTH)
+    def observer(variant):
+        def observe(mode):
+            tag = "%s-%s" % (mode, variant)
+            cwd, _ = _prepare(env, mode, SETUID, tag=tag)
+            prof = os.path.join(shared, "profile-%s.json" % tag)
+            rc, out, err, _ = _run(env, _command(env, mode, prof, [variant]), cwd)
+            return rc, out, err, cwd, prof
+        return observe
+    note = "before any child: " + _check_losses(env, {}, _each(BOTH, observer("first")), 3,
+                                                BOTH)
+    results = _each(BOTH, observer("after-a-child"))
+    plain = results["python"]
+    values = {"python": "%s, %d bytes out" % (_ended(plain[0]), len(plain[1]))}
+    problems = []
+    for m in BOTH:
+        rc, out, err, _, prof = results[m]
+        lines = _sonde_lines(err)
+        values[m] = "%s, %s" % (_ended(rc), " / ".join(lines) or "no sonde: line")
+        if rc != plain[0] or out != plain[1] or _not_sonde(err) != _not_sonde(plain[2]) \
+                or len(lines) != 1 or "left out" not in lines[0]:
+            problems.append(m)
+            continue
+        check_profile(m, prof, "prog.py")
+    check(not problems, "after a child: %s: %s" % (", ".join(problems), _note(values)))
+    return note + "; after a child: " + _note(values)
 
 
 DIR_DELETED = """
-    import glob, os, shutil, sys, tempfile, time
-    def child():
-        %s
-        os._exit(0)
-    pid = os.fork()
-    if pid == 0:
-        child()
-    os.waitpid(pid, 0)
+    import glob, os, shutil, subprocess, sys, tempfile, time
+    def children():
+        # a forked child and one started with subprocess (two ways to the
+        # directory of the profiles)
+        pid = os.fork()
+        if pid == 0:
+            %s
+            os._exit(0)
+        os.waitpid(pid, 0)
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    children()
     gone = glob.glob(os.path.join(tempfile.gettempdir(), "sonde-run-*"))
     for d in gone:
         shutil.rmtree(d, ignore_errors=True)
     with open(os.path.join(tempfile.gettempdir(), "removed.txt"), "w") as f:
         f.write(str(len(gone)))
-    pid = os.fork()
-    if pid == 0:
-        child()
-    os.waitpid(pid, 0)
+    children()
     print("done")
-""" % _busy(0.15).replace("\n", "\n        ")
+""" % _busy(0.15).replace("\n", "\n            ")
 
 
 @pm_case()
 def pm_private_dir_deleted(env):
-    """The program removes $TMPDIR/sonde-run-* after its first child, then
-    forks again: python's status and output; both children in the report,
-    or a `sonde:` line and partial counting what was lost."""
+    """The program removes $TMPDIR/sonde-run-* after two children (one
+    forked, one started with subprocess), then starts two more the same
+    ways: python's status and output; the last two in the report, the
+    first two counted in partial.processes_lost and said in one `sonde:`
+    line, the only one, that names the removed directory; nothing of
+    sonde's left in $TMPDIR."""
     def observe(mode):
         cwd, prof = _prepare(env, mode, DIR_DELETED)
         tmp = os.path.join(env.tmp, "tmpdir-" + mode)
@@ -830,28 +932,51 @@ def pm_private_dir_deleted(env):
         rc, out, err, _ = _run(env, _command(env, mode, prof), cwd, extra_env={"TMPDIR": tmp})
         return rc, out, err, cwd, prof
     results = _each(BOTH, observe)
-    removed = {}
+    removed, left = {}, {}
     for m in results:
+        tmp = os.path.join(env.tmp, "tmpdir-" + m)
         try:
-            with open(os.path.join(env.tmp, "tmpdir-" + m, "removed.txt")) as f:
+            with open(os.path.join(tmp, "removed.txt")) as f:
                 removed[m] = f.read()
         except OSError:
             removed[m] = "?"
-    note = _check_losses(env, {}, results, 3, BOTH)
+        left[m] = sorted(set(os.listdir(tmp)) - {"removed.txt"})
+    note = _check_losses(env, {}, results, 5, BOTH)
+    problems = []
+    for m in BOTH:
+        _, _, err, _, prof = results[m]
+        with open(prof) as f:
+            doc = json.load(f)
+        lines = _sonde_lines(err)
+        if doc["partial"].get("processes_lost") != 2 or len(doc["processes"]) != 3 \
+                or len(lines) != 1 or "removed the directory" not in lines[0] or left[m]:
+            problems.append(m)
+    check(not problems, "%s: not 3 processes, lost 2, one line on the removed directory and "
+          "nothing left: %s (left in $TMPDIR: %s)" % (", ".join(problems), note, _note(left)))
     return note + " (directories removed: %s)" % _note(removed)
 
 
 LINGER = """
-    import os, sys, time
+    import os, subprocess, sys, time
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child that ends
     pid = os.fork()
     if pid == 0:
         fd = os.open(os.devnull, os.O_RDWR)
         for i in (0, 1, 2):
             os.dup2(fd, i)
-        with open(sys.argv[1], "w") as f:
-            f.write(str(os.getpid()))
         time.sleep(3)
         os._exit(0)
+    # and one started with subprocess, waited for until it runs its code
+    # (it closes its end of a pipe): its profile has started
+    r, w = os.pipe()
+    d = subprocess.Popen([sys.executable, "-c", "import os, sys, time; "
+                          "os.close(int(sys.argv[1])); time.sleep(3)", str(w)],
+                         pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    os.close(w)
+    os.read(r, 1)
+    with open(sys.argv[1], "w") as f:
+        f.write("%d %d" % (pid, d.pid))
     time.sleep(0.2)
     print("main done")
 """
@@ -859,17 +984,19 @@ LINGER = """
 
 @pm_case()
 def pm_lingering_child(env):
-    """A forked child (its standard streams on /dev/null) still runs when
-    the program ends at 0.2 s: `sonde run` returns within --child-wait
-    (1 s) and a little, the report has the program's lines, and a `sonde:`
-    line and partial.processes_running say one was still running."""
+    """After a followed child that ends, two children (a forked one and
+    one started with subprocess, their standard streams on /dev/null)
+    still run (3 s) when the program ends at 0.2 s: `sonde run` returns
+    within --child-wait (1 s) and a little, the report names the program
+    and has its lines, partial.processes_running is 2, and one `sonde:`
+    line, the only one, says the 2 still run."""
     def observe(mode):
         cwd, prof = _prepare(env, mode, LINGER)
         pid_file = os.path.join(env.tmp, "child-%s.pid" % mode)
         try:
             rc, out, err, wall = _run(env, _command(env, mode, prof, [pid_file]), cwd)
         finally:
-            _kill_if_ours(pid_file, "prog.py")
+            _kill_if_ours(pid_file, "prog.py", "time.sleep(3)")
         return rc, out, err, wall, prof, cwd
     results = _each(BOTH, observe)
     plain = results["python"]
@@ -886,10 +1013,11 @@ def pm_lingering_child(env):
             except AssertionError:
                 lines = 0
             running = doc["partial"].get("processes_running", 0)  # older reports lack it
-            said = [l for l in _sonde_lines(err) if "running" in l]
+            said = _sonde_lines(err)
             desc += ", %d lines of prog.py, processes_running %d, %s" % (
-                lines, running, " / ".join(said) or "no sonde: line on running")
-            ok = ok and lines > 0 and running == 1 and bool(said)
+                lines, running, " / ".join(said) or "no sonde: line")
+            ok = ok and lines > 0 and running == 2 and len(said) == 1 \
+                and "2 still running" in said[0]
         else:
             desc += ", no report"
             ok = False
@@ -986,7 +1114,10 @@ def pm_nofile_limit(env):
 
 
 FSIZE = """
-    import os, time
+    import os, signal, subprocess, sys, time
+    # python ignores SIGXFSZ; at its default, a write past the limit kills
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a followed child first
     statuses = []
     for i in range(3):
         pid = os.fork()
@@ -1000,32 +1131,40 @@ FSIZE = """
 
 @pm_case()
 def pm_fsize_limit(env):
-    """`ulimit -f 2` (2 KiB files), three forked children: none is killed by
-    SIGXFSZ (their statuses are python's), the program ends as under
-    python, and the text report on standard error (not a file: the limit
-    does not bind a pipe) names the program in its header."""
+    """`ulimit -f 2` (2 KiB files), SIGXFSZ at its default (the program
+    sets it: python ignores it), a followed child, then three forked
+    children: none is killed by SIGXFSZ for sonde's writes (their statuses
+    are python's), and the program ends as under python. The text report
+    on standard error (the limit does not bind a pipe) names the program in
+    its header; with `--json -o FILE` (a report over 2 KiB), python's
+    standard error but a `sonde:` line naming FILE, the report it could not
+    write."""
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
     def observe(mode):
-        cwd, _ = _prepare(env, mode, FSIZE)
-        argv = [env.python, "prog.py"] if mode == "python" else \
-            [env.sonde, "run", "--no-gpu"] + (["--memory"] if mode == "memory" else []) + \
+        cwd, prof = _prepare(env, mode, FSIZE)
+        if mode == "python":
+            return _run(env, [env.python, "prog.py"], cwd, preexec_fn=limit), None
+        argv = [env.sonde, "run", "--no-gpu"] + (["--memory"] if mode == "memory" else []) + \
             ["prog.py"]
-        return _run(env, argv, cwd, preexec_fn=limit)
+        text = _run(env, argv, cwd, preexec_fn=limit)
+        return text, _run(env, _command(env, mode, prof), cwd, preexec_fn=limit)[:3] + (prof,)
     results = _each(BOTH, observe)
-    plain = results["python"]
+    plain = results["python"][0]
     values = {"python": "%s, %r" % (_ended(plain[0]), plain[1].decode().strip())}
     problems = []
     for m in BOTH:
-        rc, out, err, _ = results[m]
+        (rc, out, err, _), (rc_o, out_o, err_o, prof) = results[m]
         text = err.decode("utf-8", "replace")
         head = [l for l in text.splitlines() if "prog.py" in l][:1]
-        values[m] = "%s, %r, header %s%s" % (
+        said = [l for l in _sonde_lines(err_o) if prof in l]
+        values[m] = "%s, %r, header %s%s; -o: %s, %s" % (
             _ended(rc), out.decode().strip(), repr(head[0].strip()[:80]) if head else
             "not naming prog.py", "; " + " / ".join(_sonde_lines(err)) if _sonde_lines(err)
-            else "")
-        if rc != plain[0] or out != plain[1] or not head:
+            else "", _ended(rc_o), " / ".join(_sonde_lines(err_o)) or "no sonde: line")
+        if rc != plain[0] or out != plain[1] or not head or rc_o != plain[0] \
+                or out_o != plain[1] or _not_sonde(err_o) != _not_sonde(plain[2]) or not said:
             problems.append(m)
     check(not problems, "%s: %s" % (", ".join(problems), _note(values)))
     return _note(values)

@@ -21,9 +21,11 @@ on any failure. A case marked KNOWN (a sonde bug left open, described with
 it) is run and reported as `KNOWN-FAIL`, or as FAIL once it passes (so the
 mark is removed when the bug is fixed).
 
-The cases are in cases.py. The closerange-then-log-files case lives in
-tests/e2e/test_descriptors.py (every mode, with and without fork) and is
-not repeated here.
+The cases are in cases.py, and the process-model ones (where the program
+stands, what is said when a profile is lost; Debian's python3 only) in
+process_model.py, which cases.py imports at its end. The
+closerange-then-log-files case lives in tests/e2e/test_descriptors.py
+(every mode, with and without fork) and is not repeated here.
 """
 import argparse
 import concurrent.futures
