@@ -198,6 +198,10 @@ static void children_say(const char *fmt, ...)
 
 void sonde_children_account_alone(sonde_profile_t *prof)
 {
+    /* the followed processes it started: their profiles stay in a
+     * directory no one merges (sonde_children_finish said why in its line);
+     * the ones they started in turn are not known here */
+    if (children.dir && children.pid == getpid()) prof->partial.processes_lost += children.spawned;
     if (!children.lost) return;
     prof->partial.processes_lost += children.lost;
     children_say("sonde: %u process%s the program started %s not in the report: no directory "

@@ -329,8 +329,10 @@ void sonde_children_forked(void);
 /* Whether the root's report merges its followed processes (or says that
  * some could not be followed). */
 bool sonde_children_merges(void);
-/* The root's report without a directory: counts the processes that could
- * not be followed in prof and says so in one line. */
+/* The root's report alone (no directory, or sonde_children_finish failed):
+ * counts in prof the processes that could not be followed (and says so in
+ * one line) and the followed processes it started, whose profiles no one
+ * merges (their own children are not known here: at least that many). */
 void sonde_children_account_alone(sonde_profile_t *prof);
 /* The root's end: hands prof over, runs the command that waits, merges
  * and writes the report to outfile (NULL: stderr), and waits for it.

@@ -861,10 +861,10 @@ def pm_setuid_children(env):
     same after a followed child started as root (the directory of the
     profiles is then root's, not the children's): python's status, output
     and standard error (but sonde's lines), the report names the program,
-    and one `sonde:` line, the only one, says the profiles are left out
-    (partial does not count them: processes_lost is 0 there, so this
-    variant is not held to _check_losses). (-o names a directory anyone
-    may write, as /tmp.)"""
+    and one `sonde:` line, the only one, says the profiles are left out,
+    and partial counts the three followed processes the program started
+    (processes_lost 3: the child and the two forks, whose profiles stay in
+    root's directory). (-o names a directory anyone may write, as /tmp.)"""
     _root_only()
     shared = _open_to_others(env)
 
@@ -891,6 +891,11 @@ def pm_setuid_children(env):
             problems.append(m)
             continue
         check_profile(m, prof, "prog.py")
+        with open(prof) as f:
+            lost = json.load(f)["partial"]["processes_lost"]
+        values[m] += ", processes_lost %d" % lost
+        if lost != 3:
+            problems.append(m)
     check(not problems, "after a child: %s: %s" % (", ".join(problems), _note(values)))
     return note + "; after a child: " + _note(values)
 
