@@ -161,6 +161,25 @@ def samples_to_catch(defect_share, truth_share, allowance, one_sided=True):
     return n
 
 
+def samples_to_catch_difference(defect_a, b_share, allowance):
+    """The fewest samples n on each side at which two shares observed as
+    defect_a and b_share (0..1: one form of the same work read off by the
+    defect, the other right) give a Newcombe interval of their difference
+    (shares_close) that excludes +- allowance: the power of shares_close.
+    A test with unequal sides checks the smaller one against it."""
+    n = 1
+    while n < 10 ** 7:
+        la, ha = wilson(defect_a, n)
+        lb, hb = wilson(b_share, n)
+        d = defect_a - b_share
+        lo = d - math.sqrt((defect_a - la) ** 2 + (hb - b_share) ** 2)
+        hi = d + math.sqrt((ha - defect_a) ** 2 + (b_share - lb) ** 2)
+        if hi < -allowance or lo > allowance:
+            return n
+        n = n + max(1, n // 8)
+    return n
+
+
 def need_samples(what, n, needed):
     """Raises AssertionError unless n >= needed: a test calls it before a
     bound whose power it relies on, after taking more samples where it can
@@ -168,6 +187,76 @@ def need_samples(what, n, needed):
     if n < needed:
         raise AssertionError("%s: %d samples, fewer than the %d this bound needs to catch its "
                              "defect (the test should run longer)" % (what, n, needed))
+
+
+# ---- time charged by the clocks -------------------------------------------
+#
+# A line's seconds (or a stage's, a span's) against the seconds the program
+# measured itself over the same work (time.thread_time, perf_counter). Each
+# tick charges the time a thread used since the previous tick, read from the
+# thread's own CPU clock (in wall-clock mode plus its run-queue wait, or the
+# wall time it spent blocked), to the line it is on at the tick (docs/
+# ARCHITECTURE.md, "How a sample travels to a report"). So a line that holds
+# a thread for one unbroken span (a loop written on one line, a sleep) is
+# charged that span exactly but for its two ends: the first tick on it also
+# carries the time since the tick before, which began before the span, and
+# the time after its last tick goes to the line after it. Each end is off by
+# at most one tick's time: the interval and its jitter (TICK_SPREAD: +-25 %,
+# src/ext/sampler.c and src/attach/sampler.c). This is no sampling
+# estimate and no chance enters it: a Wilson or Poisson interval over the
+# line's ticks would be some ten times wider than the truth allows (a
+# Poisson count of 120 ticks: +- 42 %). The bound holds whenever the ticks
+# come on time; a late tick (the sampler kept off its CPU for more than two
+# intervals gives half its excess to each side of it), a failed stack read
+# (its time charged nowhere) and start-up are the test's named allowance.
+
+# The longest a tick's interval can be: the interval + 25 % jitter.
+TICK_SPREAD = 1.25
+
+
+def _seconds_interval(estimate, interval, edges, rounding):
+    half = edges * TICK_SPREAD * interval + rounding
+    return estimate - half, estimate + half
+
+
+def seconds_near(what, estimate, truth, interval, allowance_rel, edges=2, rounding=0.0):
+    """Checks seconds charged by ticks of `interval` s (the run's
+    --interval; a record's 1/--rate) against the truth the program
+    measured: fails when estimate +- edges ticks' time (each unbroken span
+    has two ends; `rounding`: what the printed figures' rounding adds, in
+    seconds) lies wholly outside truth x (1 +- allowance_rel)."""
+    lo, hi = _seconds_interval(estimate, interval, edges, rounding)
+    ok = hi >= truth * (1 - allowance_rel) and lo <= truth * (1 + allowance_rel)
+    return Bound(ok, "%s %.4g s of about %d ticks (interval %.4g-%.4g: %d ends of at most "
+                     "%.3g s), truth %.4g s +- %.0f%%"
+                 % (what, estimate, round(truth / interval), lo, hi, edges,
+                    TICK_SPREAD * interval, truth, 100 * allowance_rel))
+
+
+def seconds_at_least(what, estimate, truth, interval, allowance_rel, edges=2, rounding=0.0):
+    """seconds_near for a figure that may exceed its truth by design (in
+    wall-clock mode a line is charged its CPU time and its run-queue wait:
+    truth the CPU time): fails only when the whole interval lies below
+    truth x (1 - allowance_rel)."""
+    lo, hi = _seconds_interval(estimate, interval, edges, rounding)
+    ok = hi >= truth * (1 - allowance_rel)
+    return Bound(ok, "%s %.4g s of about %d ticks (interval %.4g-%.4g: %d ends of at most "
+                     "%.3g s), truth at least %.4g s - %.0f%%"
+                 % (what, estimate, round(truth / interval), lo, hi, edges,
+                    TICK_SPREAD * interval, truth, 100 * allowance_rel))
+
+
+def ticks_to_catch(defect_ratio, allowance_rel, edges=2):
+    """The fewest ticks in the measured span (truth / interval) at which an
+    estimate of defect_ratio x truth (a period lost: 2/3; counted twice: 2;
+    a worker lost: 1/2) gives a seconds_near interval that excludes truth x
+    (1 -+ allowance_rel): the counterpart of samples_to_catch. (When the
+    allowance alone covers the defect, no number of ticks does: 10**7.)"""
+    gap = (1 - allowance_rel - defect_ratio) if defect_ratio < 1 else \
+        (defect_ratio - 1 - allowance_rel)
+    if gap <= 0:
+        return 10 ** 7
+    return int(edges * TICK_SPREAD / gap) + 1
 
 
 def check(bound):
@@ -245,6 +334,20 @@ def count_at_most(what, estimate, unit, limit):
                                             ALPHA, limit))
 
 
+def count_above_to_catch(limit_count):
+    """The fewest samples (a Poisson count) whose interval lies wholly above
+    limit_count: the power of count_at_most. A test passes the count its
+    defect would put there (a worker's whole allocation charged to the main
+    thread, frees not subtracted: the bytes / byte_unit) to need_samples
+    against it."""
+    n = 1
+    while n < 10 ** 7:
+        if poisson_interval(n)[0] > limit_count:
+            return n
+        n = n + max(1, n // 8)
+    return n
+
+
 def bytes_near(what, estimate, size, truth, allowance_rel, defect_ratio, mean=MEAN, n=None):
     """The usual memory check: an estimate (MiB, or objects with size in
     objects' bytes scaled by the caller) made of blocks of `size` bytes
@@ -274,3 +377,15 @@ def copy_near(what, estimate, truth, spacing, allowance_rel):
     return Bound(ok, "%s %.4g (interval %.4g-%.4g at %.1e: two end spacings of mean "
                           "%.4g), truth %.4g +- %.0f%%" % (what, estimate, lo, hi, ALPHA,
                                                            spacing, truth, 100 * allowance_rel))
+
+
+def copies_to_catch(defect_ratio, allowance_rel):
+    """The fewest marks (truth / spacing) at which an estimate of
+    defect_ratio x truth (copies counted once per call, not per byte; half
+    the bytes lost) gives a copy_near interval that excludes truth x
+    (1 - allowance_rel): the power of copy_near, whose half-width is
+    ln(2 / ALPHA) spacings whatever the truth."""
+    gap = 1 - allowance_rel - defect_ratio
+    if gap <= 0:
+        return 10 ** 7
+    return int(math.log(2 / ALPHA) / gap) + 1

@@ -10,10 +10,10 @@ Issue #12 (Python or native by watching the thread, as `sonde run` does),
 under `sonde record`, unpinned and with the second CPU kept busy: a
 big-integer x * y line >= 90 % native and within 5 points of
 operator.mul(x, y); an arithmetic loop and a two-instruction loop >= 95 %
-Python; an allocation loop's Python share at least its time outside collections
-(the program's own gc.callbacks timing) less 5 points; its collections are
-judged as C code. Each measured phase is 2 s of thread time (5 s for the
-allocation loop).
+Python. Each measured phase is 2 s of thread time. (A collection-heavy
+allocation loop is not tested under attach: its coarse clock can read the
+loop's bytecode 5-8 points native on a loaded machine, docs/attach.md;
+`sonde run`'s test of it is test_cpu_accuracy's.)
 
 Issue #32: each share is checked through tests/accuracy.py against its
 truth (by construction, or the program's own clock), with n the samples it
@@ -34,8 +34,8 @@ from attach_support import (Target, folded_share, frame_parts, function_totals, 
                             parse_folded, program, sonde_ok)
 from support import check, loaded_runs_here, marked_lines  # noqa: E402
 import accuracy  # noqa: E402
-from accuracy import (need_samples, samples_to_catch, share_at_least, share_at_most,  # noqa: E402
-                      share_near, shares_close)
+from accuracy import (need_samples, samples_to_catch, samples_to_catch_difference,  # noqa: E402
+                      share_at_least, share_at_most, share_near, shares_close)
 
 VERSIONS = "all: attach reads each interpreter's memory through its version's layout"
 ALONE = ("the attach reader's shares against the target's own clocks, some runs with a core "
@@ -100,6 +100,9 @@ def test_attach_hot_function(env):
             break
     totals = function_totals(prof)
     share = totals.get("hot", 0.0)
+    # A rate floor, not a sampled estimate: ticks come every 10 ms +- 25 %
+    # (bounded, not random), 80-133 in 1 s unless dropped; half may be
+    # dropped on a loaded machine.
     check(prof["n_samples"] >= 50, "only %s samples in 1 s at 100 Hz" % counts)
     # truth: hot() is all the target runs after "ready"; the defect: time
     # charged to its caller (or elsewhere), a quarter of it at least
@@ -197,9 +200,12 @@ def test_attach_threads(env):
     # wait for the GIL, so on a busy machine it is caught runnable now and
     # then (NAPPER_ALLOWANCE); the main thread, in join(), never runs. The
     # defect: idle threads kept (the napper and join() a quarter each, the
-    # workers half).
+    # workers half). The workers' share tells it (24 samples), and join()'s
+    # (13); the napper's wider allowance could tell it only from 289, so
+    # its bound is a check of the napper's own time, not of that defect.
     n = sum(c for _, c in busy)
     _power_kind("attach --threads without --idle", n, NAPPER_ALLOWANCE, 50.0)
+    need_samples("join() without --idle", n, samples_to_catch(0.25, 0.0, ATTACH_ALLOWANCE / 100.0))
     return "4 threads with --idle; without: " + "; ".join([
         accuracy.check(share_at_least("running workers", spin, n, 100, NAPPER_ALLOWANCE)),
         accuracy.check(share_at_most("the napper", nap, n, 0, NAPPER_ALLOWANCE)),
@@ -267,9 +273,9 @@ def test_record_non_ascii_names(env):
     qual = "Ünïcødé.método_ñ" if env.version[:2] >= (3, 11) else "método_ñ"
     share = folded_share(stacks, lambda func, file, line: func == qual and file == script)
     # Truth: the program runs método_ñ, called from función_日本, all along
-    # but for its start; the defect: a name mangled (0 %).
+    # but for its start (START_ALLOWANCE); the defect: a name mangled (0 %).
     n = sum(c for _, c in stacks)
-    _power_kind("non-ASCII names", n, ATTACH_ALLOWANCE, 100.0)
+    _power_kind("non-ASCII names", n, START_ALLOWANCE, 100.0)
     accuracy.check(share_at_least("%s (%s)" % (qual, script), share, n, 100, START_ALLOWANCE))
     accuracy.check(share_at_least("función_日本", folded_share(
         stacks, lambda func, file, line: func == "función_日本"), n, 100, START_ALLOWANCE))
@@ -532,8 +538,12 @@ def test_record_operator_lines_native(env):
         check(op and call, "[%s] operator lines missing: %r" % (cond, sorted(lines)))
         op_n, call_n = _share(op, "n_cpu_percent_c"), _share(call, "n_cpu_percent_c")
         # truth: both lines' thread time is all C, by construction (the two
-        # forms run interleaved: tests/programs/operators.py)
+        # forms run interleaved: tests/programs/operators.py); the
+        # difference's defect: either form read a KIND_DEFECT off
         _power_kind("[%s] x * y" % cond, op["n_samples"])
+        need_samples("[%s] x * y and operator.mul" % cond, min(op["n_samples"], call["n_samples"]),
+                     samples_to_catch_difference(1 - KIND_DEFECT / 100.0, 1.0,
+                                                 ATTACH_ALLOWANCE / 100.0))
         notes.append(accuracy.check(share_at_least("[%s] x * y native" % cond, op_n,
                                                    op["n_samples"], 100, ATTACH_ALLOWANCE)))
         notes.append(accuracy.check(shares_close("[%s] x * y vs operator.mul native" % cond, op_n,

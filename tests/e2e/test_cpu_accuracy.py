@@ -39,7 +39,8 @@ import subprocess
 import sys
 
 import accuracy
-from accuracy import need_samples, samples_to_catch, share_at_least, share_at_most, share_near, shares_close
+from accuracy import (need_samples, samples_to_catch, samples_to_catch_difference, share_at_least,
+                      share_at_most, share_near, shares_close)
 from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
 VERSIONS = "all: CPU attribution is the in-process sampler's frame walk and the native rule"
@@ -93,6 +94,11 @@ SHARE_DEFECT = 10.0
 # the default rate, so that a run's ~1000 samples can tell a SHARE_DEFECT
 # (samples_to_catch: 735-929 at 25-75 %).
 FAST_INTERVAL = "0.002"
+# Sampling interval of the big-integer operator lines: 5 ms, twice the
+# default rate, so that each form's 0.9 s (about 90 samples at the
+# default) gives the ~180 that the twins' difference needs to tell one
+# form read a RULE_DEFECT off (samples_to_catch_difference: 114 a side).
+TWINS_INTERVAL = "0.005"
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
 
@@ -134,9 +140,17 @@ def _power_share(what, n, truth_pct, allowance_pct):
                                            truth_pct / 100.0, allowance_pct / 100.0))
 
 
-def _power_kind(what, n):
+def _power_kind(what, n, allowance=RULE_ALLOWANCE):
     """Checks that n samples of a line of one kind can catch a RULE_DEFECT."""
-    need_samples(what, n, samples_to_catch(1 - RULE_DEFECT / 100.0, 1.0, RULE_ALLOWANCE / 100.0))
+    need_samples(what, n, samples_to_catch(1 - RULE_DEFECT / 100.0, 1.0, allowance / 100.0))
+
+
+def _power_twins(what, n_op, n_call):
+    """Checks that two lines of one kind (an operator and its call form)
+    have the samples, each, to tell one of them read a RULE_DEFECT off
+    from the other (shares_close's Newcombe interval)."""
+    need_samples(what, min(n_op, n_call), samples_to_catch_difference(
+        1 - RULE_DEFECT / 100.0, 1.0, RULE_ALLOWANCE / 100.0))
 
 
 def test_function_bias(env):
@@ -229,12 +243,18 @@ def _threads(env, kw):
     join_pct = 100 * join / total if total else 0.0
     check(total > 0, "no samples")
     # the defect: the waiting main thread charged as if it ran (a third of
-    # the time) or a worker's time lost
+    # the time: the workers' share 2/3, join()'s 1/3) or a worker's time lost
     need_samples("threads", n_all, samples_to_catch(2 / 3.0, 1.0, WORKERS_ALLOWANCE / 100.0))
+    need_samples("join()", n_all, samples_to_catch(1 / 3.0, 0.0, JOIN_ALLOWANCE / 100.0))
     notes = [accuracy.check(share_at_least("workers", workers_pct, n_all, 100, WORKERS_ALLOWANCE)),
              accuracy.check(share_at_most("join()", join_pct, n_all, 0, JOIN_ALLOWANCE))]
     pw, nw = lines.get(marks["python_worker"]), lines.get(marks["native_worker"])
     check(pw and nw, "a worker line is missing: %s" % sorted(lines))
+    # each worker's own kind: the defect a RULE_DEFECT (a rule that reads a
+    # thread's kind from another thread's, the GIL hand-offs charged to
+    # the wrong side)
+    _power_kind("Python worker line", _n(pw), WORKER_KIND_ALLOWANCE)
+    _power_kind("native worker line", _n(nw), WORKER_KIND_ALLOWANCE)
     notes.append(accuracy.check(share_at_least("Python worker line Python", _share(
         pw, "n_cpu_percent_python"), _n(pw), 100, WORKER_KIND_ALLOWANCE)))
     notes.append(accuracy.check(share_at_least("native worker line native", _share(
@@ -341,12 +361,12 @@ def _native(line):
     return _share(line, "n_cpu_percent_c")
 
 
-def _operator_case(env, mode, pairs, seconds, extra_env=None, conditions=CONDITIONS):
+def _operator_case(env, mode, pairs, seconds, extra_env=None, conditions=CONDITIONS, options=()):
     script = _program("operators.py")
     marks = marked_lines(script)
 
     def run(cond, kw):
-        proc, prof = env.profile(script, [mode, str(seconds)], **kw)
+        proc, prof = env.profile(script, [mode, str(seconds)], options=list(options), **kw)
         check(proc.returncode == 0, proc.stderr[-2000:])
         lines = lines_by_no(prof, script)
         notes = []
@@ -355,6 +375,7 @@ def _operator_case(env, mode, pairs, seconds, extra_env=None, conditions=CONDITI
             op_line, call_line = lines[marks[op]], lines[marks[call]]
             op_n, call_n = _native(op_line), _native(call_line)
             _power_kind("[%s] %s" % (cond, op), _n(op_line))
+            _power_twins("[%s] %s and %s" % (cond, op, call), _n(op_line), _n(call_line))
             # truth: all of either line's thread time is in C (the operator's
             # or the call's), by construction; the two forms run interleaved
             notes.append(accuracy.check(share_at_least(
@@ -375,7 +396,7 @@ def _conditions_here(env):
 
 def test_operator_lines_native(env):
     return _operator_case(env, "bigint", [("op_mul", "call_mul")], 0.9,
-                          conditions=_conditions_here(env))
+                          conditions=_conditions_here(env), options=["--interval", TWINS_INTERVAL])
 
 
 def test_numpy_operator_lines_native(env):
@@ -434,8 +455,12 @@ def test_json_and_generators_attributed(env):
             check(proc.returncode == 0, proc.stderr[-2000:])
             truth = json.loads(proc.stdout)
             # unattributed: a share of all the run's samples; truth 0 (every
-            # tick finds the script's frames), but for start-up and shutdown
+            # tick finds the script's frames), but for start-up and shutdown;
+            # the defect: a stage's frames not found (json's C encoder, a
+            # generator's frame), a SHARE_DEFECT of the run unattributed
             unattr = prof["unattributed_percent"]
+            need_samples("[%s] unattributed" % cond, prof["n_samples"], samples_to_catch(
+                SHARE_DEFECT / 100.0, 0.0, UNATTRIBUTED_ALLOWANCE / 100.0))
             unattr_note = accuracy.check(share_at_most(
                 "[%s] unattributed" % cond, unattr, prof["n_samples"], 0, UNATTRIBUTED_ALLOWANCE))
             js = _stage_total(prof, script, ["json_stage"])

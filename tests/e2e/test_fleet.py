@@ -569,6 +569,10 @@ def test_fleet_run_many_periods_flat_rss(env):
     m = re.search(r"(\d+) periods of the program", err)
     check(m and int(m.group(1)) == n, "summary %r, %d received" % (m and m.group(0), n))
     check(not receiver.errors, "payloads that did not decode: %r" % receiver.errors[:3])
+    # A floor on the ticks' timing, not a sampled estimate: every 20 ms
+    # period holds ticks of both processes (10 ms +- 25 %, bounded, not
+    # random) unless they were delayed; one in ten may miss them on a
+    # loaded machine.
     with_samples = sum(1 for a in receiver.accepted if a[3]["total"] > 0)
     check(with_samples >= 0.9 * n, "only %d of %d periods have samples" % (with_samples, n))
     return "%d periods; helper RSS %d..%d kB after period 50" % (n, after[0], max(after))

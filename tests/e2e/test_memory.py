@@ -14,10 +14,43 @@ larger than the sample mean is always sampled and charged its size; a
 function's figures are its lines' sums) keep fixed tolerances.
 """
 from accuracy import check as holds, need_samples, samples_to_catch, share_at_least, share_near
-from accuracy import MIB, byte_unit, bytes_near, copy_near, count_at_most
+from accuracy import MIB, byte_unit, bytes_near, copy_near, copies_to_catch, count_above_to_catch, \
+    count_at_most
 from support import check, lines_by_no, marked_lines
 
 VERSIONS = "all: the allocator domains' hooks and the lines they charge"
+
+# Systematic allowances (issue #32), each with its reason; the sampled
+# figures' intervals come from tests/accuracy.py.
+# - a figure exact by design (a block far larger than the sample mean,
+#   always sampled and charged its size): the object's header and the
+#   line's own small objects (relative)
+EXACT_TOLERANCE = 0.02
+# - a line whose allocations are all Python's by construction (a list of
+#   ints, bytearrays): a native block the interpreter might allocate on the
+#   line (none known), in points of the Python share
+PYTHON_LIST_ALLOWANCE = 2.0
+PYTHON_SHARE_ALLOWANCE = 1.0
+# - a site's share of two sites' MB against its share of the bytes asked
+#   for (points): a sample's weight differs with the block's size (537 KiB
+#   at 48 KiB blocks, 520 at 16 KiB), so the MB share is up to 0.6 points
+#   off the share of samples the interval is about
+SITE_SHARE_ALLOWANCE = 1.0
+# - a line's MB against the bytes it asked for (relative): the bytearrays'
+#   57-byte headers, the list's growth, a thread's first mark taken as a
+#   fresh draw
+BYTES_ALLOWANCE = 0.01
+# - copy volume (relative): the interpreter's own small copies elsewhere,
+#   whose marks charge a spacing of the line's copying away from it
+COPY_ALLOWANCE = 0.03
+# - what lines other than the workers' allocate themselves (the threads'
+#   start): unmeasured, small; a limit in MiB
+OTHER_LINES_LIMIT_MB = 10.0
+# Defects (the ratio of the truth, or the share, a figure would read):
+HALF = 0.5                 # weights or blocks lost by half
+BY_COUNT = 0.5             # blocks sampled by count, not bytes: 48 KiB vs 16 KiB at 50 %
+INVERTED = 0.0             # the Python/native split inverted: a Python line 0 % Python
+FIRST_LINE_ONLY = 2 / 3.0  # a function given its first line's figures only
 
 
 def _profile(env, name, source, args=(), options=()):
@@ -83,9 +116,9 @@ def _check_512(env, name, source):
         check(proc.stdout.strip() == str(512 * MIB), "program output %r" % proc.stdout)
         line = _line(prof, script, "alloc")
         peak = line["n_peak_mb"]
-        check(abs(peak - 512) <= 0.02 * 512,
-              "%s%% touched: peak %.2f MB at the allocating line, want 512 +- 2%%"
-              % (float(share) * 100, peak))
+        check(abs(peak - 512) <= EXACT_TOLERANCE * 512,
+              "%s%% touched: peak %.2f MB at the allocating line, want 512 +- %.0f%%"
+              % (float(share) * 100, peak, 100 * EXACT_TOLERANCE))
         check(prof["max_footprint_mb"] >= 512, "program peak %.1f MB < 512" % prof["max_footprint_mb"])
         notes.append("%s%%: %.3f MB" % (int(float(share) * 100), peak))
     return "peak at the allocating line: " + ", ".join(notes)
@@ -133,9 +166,9 @@ NUMPY_ARRAYS = """
 # and Python's by construction (bytes come from Python's allocator): exact,
 # a fixed bound. @list (a list of 4 million ints, grown by realloc: all of
 # it Python's allocators) is several hundred samples of small objects;
-# truth 100 % Python by construction, allowance 2 points (a native block
-# the interpreter might allocate on the line: none known), a Wilson bound
-# over its samples. The defect: the Python/native split inverted (0 %).
+# truth 100 % Python by construction, allowance PYTHON_LIST_ALLOWANCE, a
+# Wilson bound over its samples. The defect: the Python/native split
+# inverted (0 %).
 def test_memory_python_objects(env):
     script, proc, prof = _profile(env, "python_objects.py", PYTHON_OBJECTS)
     notes = []
@@ -144,12 +177,15 @@ def test_memory_python_objects(env):
         frac = line["n_python_fraction"]
         check(line["n_malloc_mb"] > 50, "@%s allocated only %.1f MB" % (marker, line["n_malloc_mb"]))
         if marker == "bytes":
+            # exact by design: one sample, charged its size, Python's by construction
             check(frac >= 0.99, "@bytes is %.0f%% Python memory (exact by design)" % (100 * frac))
             notes.append("bytes %.0f%% Python (%.0f MB, exact)" % (100 * frac, line["n_malloc_mb"]))
             continue
-        need_samples("@list's Python share", line["n_mallocs"], samples_to_catch(0, 1, 0.02))
+        need_samples("@list's Python share", line["n_mallocs"],
+                     samples_to_catch(INVERTED, 1, PYTHON_LIST_ALLOWANCE / 100.0))
         notes.append(holds(share_at_least("list Python share (%.0f MB)" % line["n_malloc_mb"],
-                                          100 * frac, line["n_mallocs"], 100, 2)))
+                                          100 * frac, line["n_mallocs"], 100,
+                                          PYTHON_LIST_ALLOWANCE)))
     return ", ".join(notes)
 
 
@@ -162,8 +198,10 @@ def test_memory_native_arrays(env):
     for marker in ("zeros", "ones"):
         line = _line(prof, script, marker)
         frac = line["n_python_fraction"]
-        check(abs(line["n_malloc_mb"] - 305.2) < 0.02 * 305.2,
+        check(abs(line["n_malloc_mb"] - 305.2) < EXACT_TOLERANCE * 305.2,
               "@%s allocated %.1f MB, want 305.2 (40e6 doubles)" % (marker, line["n_malloc_mb"]))
+        # exact by design: one sample whose Python flag is deterministic
+        # (numpy's data block is native; 30 % allows the array object's own)
         check(frac <= 0.3, "@%s is %.0f%% Python memory, want <= 30%%" % (marker, 100 * frac))
         notes.append("%s %.0f%% Python" % (marker, 100 * frac))
     return ", ".join(notes)
@@ -179,10 +217,9 @@ test_memory_native_arrays.requires = "numpy"
 # for size over that probability, so a site's share is right in
 # expectation. 768 and 256 MiB in 48 and 16 KiB blocks: about 1600 and 520
 # samples. The big site's share of the MB, truth 75 %, a Wilson interval
-# over the two sites' samples (+- 4.4 points), allowance 1 point (the
-# sites' weights differ by 3 %: 537 against 520 KiB a sample); the two
-# together, truth 1024 MiB, a Poisson count of byte_unit(48 KiB) (the
-# larger unit of the two) (+- 10 %), allowance 1 % (bytearray headers).
+# over the two sites' samples (+- 4.4 points), SITE_SHARE_ALLOWANCE; the
+# two together, truth 1024 MiB, a Poisson count of byte_unit(48 KiB) (the
+# larger unit of the two) (+- 10 %), BYTES_ALLOWANCE.
 # The defects: sampling by count, not bytes (a share of 50 %), one site
 # charged to the other's line (100 or 0 %), weights lost by half.
 # test_memory_accuracy.py has the tighter ones.
@@ -211,11 +248,12 @@ def test_memory_two_sites(env):
     big, small = big_line["n_malloc_mb"], small_line["n_malloc_mb"]
     n = big_line["n_mallocs"] + small_line["n_mallocs"]
     ratio = big / small if small else float("inf")
-    need_samples("the two sites", n, samples_to_catch(0.5, 0.75, 0.01))
+    need_samples("the two sites", n, samples_to_catch(BY_COUNT, 0.75, SITE_SHARE_ALLOWANCE / 100.0))
     share = 100 * big / (big + small) if big + small else 0
     notes = [holds(share_near("big site's share (big %.1f MB, small %.1f MB, ratio %.2f)"
-                              % (big, small, ratio), share, n, 75, 1)),
-             bytes_near("the two sites' MB", big + small, 48 << 10, 1024, 0.01, 0.5, n=n)]
+                              % (big, small, ratio), share, n, 75, SITE_SHARE_ALLOWANCE)),
+             bytes_near("the two sites' MB", big + small, 48 << 10, 1024, BYTES_ALLOWANCE, HALF,
+                        n=n)]
     return "; ".join(notes)
 
 
@@ -254,30 +292,36 @@ def test_memory_per_function(env):
             check(key in f, "function %s has no %s: %r" % (f["line"], key, f))
         check("memory_samples" not in f, "functions have no timeline")
     parts = lines[0]["n_malloc_mb"] + lines[1]["n_malloc_mb"]
+    # exact: a function's figures are its lines' sums (within the rounding)
     check(abs(two["n_malloc_mb"] - parts) <= 0.01 + 1e-3 * parts,
           "two_lines: %.3f MB, its lines %.3f MB" % (two["n_malloc_mb"], parts))
     check(two["n_mallocs"] == lines[0]["n_mallocs"] + lines[1]["n_mallocs"], "sample counts")
     check(abs(one["n_malloc_mb"] - lines[2]["n_malloc_mb"]) <= 0.01, "one_line vs its line")
     # The ratio, sampled (as in test_memory_two_sites): two_lines' share of
     # the two functions' MB, truth 75 % (48 KiB a call against 16),
-    # allowance 1 point (weights of 32 and 16 KiB blocks differ by 2 %),
+    # SITE_SHARE_ALLOWANCE (weights of 32 and 16 KiB blocks differ by 2 %),
     # over their samples (about 2100). The defect: a function given its
     # first line's figures only (67 %: caught from about 830 samples) or
     # another function's.
     ratio = two["n_malloc_mb"] / one["n_malloc_mb"] if one["n_malloc_mb"] else float("inf")
     n = two["n_mallocs"] + one["n_mallocs"]
-    need_samples("two_lines against one_line", n, samples_to_catch(2 / 3, 0.75, 0.01))
+    need_samples("two_lines against one_line", n,
+                 samples_to_catch(FIRST_LINE_ONLY, 0.75, SITE_SHARE_ALLOWANCE / 100.0))
     total = two["n_malloc_mb"] + one["n_malloc_mb"]
     share = holds(share_near("two_lines' share (%.1f MB, %.1f MB, ratio %.2f)"
                              % (two["n_malloc_mb"], one["n_malloc_mb"], ratio),
-                             100 * two["n_malloc_mb"] / total if total else 0, n, 75, 1))
+                             100 * two["n_malloc_mb"] / total if total else 0, n, 75,
+                             SITE_SHARE_ALLOWANCE))
     check(two["n_peak_mb"] >= max(lines[0]["n_peak_mb"], lines[1]["n_peak_mb"]) - 0.01,
           "function peak %.2f below a line's" % two["n_peak_mb"])
     check(0 < two["n_avg_mb"] <= two["n_peak_mb"] + 0.01, "avg %.2f, peak %.2f"
           % (two["n_avg_mb"], two["n_peak_mb"]))
-    # bytearrays are Python's by construction: truth 100 %, allowance 1 point
+    # bytearrays are Python's by construction: truth 100 %; the defect: the
+    # split inverted (0 %)
+    need_samples("two_lines' Python share", two["n_mallocs"],
+                 samples_to_catch(INVERTED, 1, PYTHON_SHARE_ALLOWANCE / 100.0))
     python = holds(share_at_least("two_lines' Python share", 100 * two["n_python_fraction"],
-                                  two["n_mallocs"], 100, 1))
+                                  two["n_mallocs"], 100, PYTHON_SHARE_ALLOWANCE))
     return "%s; %s" % (share, python)
 
 
@@ -311,23 +355,29 @@ THREADS = """
 
 # 50 blocks of 2 MiB a thread, each sampled with probability 1 - e^-4 and
 # charged 2 MiB / (1 - e^-4): a Poisson count of byte_unit(2 MiB) =
-# 0.037 MiB (+- 9 % of 100 MiB), allowance 1 % (headers, the list's
+# 0.037 MiB (+- 9 % of 100 MiB), BYTES_ALLOWANCE (headers, the list's
 # growth). Other lines: truth what they allocate themselves (the threads'
-# start: unmeasured, small), allowed 10 MiB against the 200 a
-# misattribution to the main thread would put there. The defects: a
-# worker's allocation charged to the main thread's line, or lost by half.
+# start: unmeasured, small), OTHER_LINES_LIMIT_MB against the 100 a
+# worker's misattribution to the main thread would put there (its power:
+# those 100 MiB, a Poisson count of samples worth the mean, must lie above the
+# limit at the check's unit). The defects: a worker's allocation charged
+# to the main thread's line, or lost by half.
 def test_memory_threads(env):
     script, proc, prof = _profile(env, "threads_alloc.py", THREADS)
     lines = lines_by_no(prof, script)
     marks = marked_lines(script)
     a = lines.get(marks["worker_a"], {}).get("n_malloc_mb", 0)
     b = lines.get(marks["worker_b"], {}).get("n_malloc_mb", 0)
-    notes = [bytes_near(name + " MB", got, 2 << 20, 100, 0.01, 0.5)
+    notes = [bytes_near(name + " MB", got, 2 << 20, 100, BYTES_ALLOWANCE, HALF)
              for name, got in (("worker_a", a), ("worker_b", b))]
     others = sum(l.get("n_malloc_mb", 0) for n, l in lines.items()
                  if n not in (marks["worker_a"], marks["worker_b"]))
+    # other lines' small blocks: samples worth the mean each (byte_unit(0));
+    # the power: a worker's 100 MiB there, counted so, must fail the check
+    need_samples("a worker's MB charged to the main thread", round(100 / byte_unit(0)),
+                 count_above_to_catch(OTHER_LINES_LIMIT_MB / byte_unit(0)))
     notes.append(holds(count_at_most("MB charged to other lines (the main thread's)", others,
-                                     byte_unit(0), 10)))
+                                     byte_unit(0), OTHER_LINES_LIMIT_MB)))
     return "; ".join(notes)
 
 
@@ -369,11 +419,12 @@ NUMPY_COPIES = """
 # end spacings (accuracy.copy_near: +- 20 MiB x ln(2 / ALPHA) = 266
 # MiB of the 2048 copied, about 100 marks). Truth 64 x 32 MiB; the rate's
 # denominator is the report's own elapsed time, so the check is on MB
-# (rate x elapsed). Allowance 3 %: the interpreter's own small copies
-# elsewhere, whose marks charge a spacing of this line's copying away
-# from it. The defect: copies counted once per call, not per byte (64
-# marks' worth at most: 1280 MiB), or half the copied bytes lost.
+# (rate x elapsed). COPY_ALLOWANCE. The defects: copies counted once per
+# call, not per byte (64 marks' worth at most: 1280 MiB, 0.625 of the
+# truth), or half the copied bytes lost: the power (copies_to_catch) is
+# checked for the nearer, 0.625.
 COPY_SPACING_MB = 40 * 512 / 1024
+PER_CALL = 1280 / 2048.0
 
 
 def _check_copies(env, name, source):
@@ -383,8 +434,10 @@ def _check_copies(env, name, source):
     elapsed = prof["elapsed_time_sec"]
     true_rate = truth_mb / elapsed
     rate = line["n_copy_mb_s"]
+    need_samples("copy marks", round(truth_mb / COPY_SPACING_MB),
+                 copies_to_catch(PER_CALL, COPY_ALLOWANCE))
     note = holds(copy_near("MB copied (%.1f MB/s over %.2f s)" % (rate, elapsed), rate * elapsed,
-                           truth_mb, COPY_SPACING_MB, 0.03))
+                           truth_mb, COPY_SPACING_MB, COPY_ALLOWANCE))
     return "%s; truth %.1f MB/s (%+.1f%%)" % (note, true_rate, 100 * (rate / true_rate - 1))
 
 

@@ -2,11 +2,22 @@
 test session into one report; `--sonde-per-test` adds the slowest tests and
 their lines of most time to pytest's terminal summary. Runs where the
 interpreter has pytest (Debian's python3 with python3-pytest); skipped
-elsewhere."""
+elsewhere.
+
+Issue #32: a line's seconds (its share of the profiled time or of a
+span's, times that time) are checked through tests/accuracy.py against the
+program's perf_counter around the same loop: the loop holds its line for
+one unbroken span, charged exactly but for its two ends
+(accuracy.seconds_near), with the named allowance below; a share of a span
+times the span's wall time adds the span's two ends and the rounding of
+the printed figures. Each first checks it can tell its defect.
+"""
 import json
 import os
 import re
 
+import accuracy
+from accuracy import need_samples, seconds_near, ticks_to_catch
 from support import Skip, check, file_entry, line_total, marked_lines
 
 VERSIONS = ("tiers: the plugin is Python code over sonde.start/stop and spans (the sampler is "
@@ -14,6 +25,33 @@ VERSIONS = ("tiers: the plugin is Python code over sonde.start/stop and spans (t
 
 SLOW_SEC = 1.0
 MEDIUM_SEC = 0.3
+# The default sampling interval (s).
+INTERVAL = 0.01
+# Systematic allowance of a loop's seconds against its perf_counter
+# (relative): a late tick at the loop's ends (half its excess goes to the
+# place before it), a failed stack read (charged nowhere), the call and
+# return around the timed span.
+CLOCK_ALLOWANCE = 0.05
+# The defect: the loop's time lost in pytest's or sonde's own frames, or
+# charged to its caller: half of it.
+HALF = 0.5
+# Rounding of the per-test summary (src/report/spans.c): a share with one
+# decimal, seconds with two.
+SHARE_STEP, SECONDS_STEP = 0.1, 0.01
+
+
+def _span_seconds(share_pct, wall):
+    """A line's seconds from its printed share of a span and the span's
+    printed wall time; returns (seconds, what the rounding of the two
+    figures allows)."""
+    rounding = SHARE_STEP / 2 / 100.0 * wall + SECONDS_STEP / 2 * share_pct / 100.0
+    return share_pct / 100.0 * wall, rounding
+
+
+def _loop_seconds(what, estimate, truth, edges=2, rounding=0.0):
+    need_samples(what, round(truth / INTERVAL), ticks_to_catch(HALF, CLOCK_ALLOWANCE, edges))
+    return accuracy.check(seconds_near(what, estimate, truth, INTERVAL, CLOCK_ALLOWANCE,
+                                       edges=edges, rounding=rounding))
 
 SUITE = """\
     import time
@@ -86,21 +124,20 @@ def test_session_report_json(env):
         prof = json.load(f)
     marks = marked_lines(suite)
     # The hottest line of the whole profile is the slow test's loop, and
-    # its time is the loop's own (measured by the test), within 15 %.
+    # its time is the loop's own (measured by the test).
     ranked = sorted(((line_total(l), name, l["lineno"]) for name, entry in prof["files"].items()
                      for l in entry["lines"]), reverse=True)
     check(ranked and os.path.realpath(ranked[0][1]) == os.path.realpath(suite)
           and ranked[0][2] == marks["hot"], "hottest lines: %s" % ranked[:3])
     hot_sec = ranked[0][0] / 100.0 * prof["profiled_time_sec"]
-    truth = _spun(spun)
-    check(0.85 * truth <= hot_sec <= 1.15 * truth,
-          "hot line %.3f s, the loop ran %.3f s" % (hot_sec, truth))
+    note = _loop_seconds("the slow test's loop", hot_sec, _spun(spun))
     lines = {l["lineno"]: l for l in file_entry(prof, suite)["lines"]}
     check(marks["medium"] in lines, "the medium test's loop is missing: %s" % sorted(lines))
     # pytest's and pluggy's own files are not the user's code.
     for name in prof["files"]:
         check("_pytest" not in name and "pluggy" not in name and "site-packages" not in name
               and "dist-packages" not in name, "pytest internals profiled: %s" % name)
+    return note
 
 
 def test_failing_suite_keeps_exit_status(env):
@@ -135,15 +172,15 @@ def test_per_test_summary(env):
           "slowest tests: %s" % entries)
     check(len(entries) == 3, "--sonde-slowest 3 shows %d tests" % len(entries))
     # The slow test's first line is its loop; its share of the test's time
-    # times the test's wall time is the loop's own time, within 15 %.
+    # times the test's wall time is the loop's own time: the loop's two ends
+    # and the span's (the share is of the span's sampled time, the wall
+    # time its clock's), and the rounding of the two printed figures.
     block = section.split("test_suite.py::test_slow", 1)[1].split("\n")[1]
     m = re.match(r"^ *([0-9.]+)%  test_suite.py:(\d+) in spin: ", block)
     hot = marked_lines(suite)["hot"]
     check(m and int(m.group(2)) == hot, "slow test's top line %r, not line %d" % (block, hot))
-    hot_sec = float(m.group(1)) / 100.0 * float(entries[0][0])
-    truth = _spun(spun)
-    check(0.85 * truth <= hot_sec <= 1.15 * truth,
-          "per-test hot line %.3f s, the loop ran %.3f s" % (hot_sec, truth))
+    hot_sec, rounding = _span_seconds(float(m.group(1)), float(entries[0][0]))
+    return _loop_seconds("per-test hot line", hot_sec, _spun(spun), edges=4, rounding=rounding)
 
 
 def test_nothing_without_the_option(env):
@@ -201,26 +238,40 @@ def test_spans_api(env):
         print(_sonde._span_begin("none"), repr(_sonde._spans_text(5, 3, 100)))
         _sonde.start()
         _sonde._span_begin("short")
+        t0 = time.perf_counter()
         nap(0.3)
+        t1 = time.perf_counter()
         _sonde._span_begin("long")   # closes "short"
+        t2 = time.perf_counter()
         spin(0.6)
+        t3 = time.perf_counter()
         _sonde._span_end()
         spin(0.2)                     # in no span
         print(_sonde._spans_text(5, 1, 100), end="")
         _sonde.stop()
+        print(t1 - t0, t3 - t2)
         """)
     proc = env.run_python([script], env={"PYTHONPATH": env.lib})
     check(proc.returncode == 0, "exit %d:\n%s" % (proc.returncode, proc.stderr))
     marks = marked_lines(script)
     lines = proc.stdout.splitlines()
     check(lines[0] == "False ''", "without a session: %r" % lines[0])
-    check(len(lines) == 5, "want 2 spans of 1 line each:\n%s" % proc.stdout)
+    check(len(lines) == 6, "want 2 spans of 1 line each:\n%s" % proc.stdout)
+    measured = dict(zip(("nap", "spin"), map(float, lines[5].split())))
     long_m = re.match(r"^ *([0-9.]+)s  long$", lines[1])
     short_m = re.match(r"^ *([0-9.]+)s  short$", lines[3])
     check(long_m and short_m, "order or names:\n%s" % proc.stdout)
     check(0.55 <= float(long_m.group(1)) <= 0.9 and 0.25 <= float(short_m.group(1)) <= 0.6,
           "wall times:\n%s" % proc.stdout)
-    for text, mark in ((lines[2], "spin"), (lines[4], "nap")):
+    # each span's top line: its share of the span times the span's wall
+    # time against the function's perf_counter (the line's two ends and
+    # the span's, the printed figures' rounding)
+    notes = []
+    for text, mark, wall in ((lines[2], "spin", long_m), (lines[4], "nap", short_m)):
         m = re.match(r"^ *([0-9.]+)%  spans.py:(\d+) in (spin|nap): ", text)
-        check(m and int(m.group(2)) == marks[mark] and float(m.group(1)) >= 85,
-              "span's top line %r, not line %d at 85 %% or more" % (text, marks[mark]))
+        check(m and int(m.group(2)) == marks[mark], "span's top line %r, not line %d"
+              % (text, marks[mark]))
+        sec, rounding = _span_seconds(float(m.group(1)), float(wall.group(1)))
+        notes.append(_loop_seconds("%s's line in its span" % mark, sec, measured[mark], edges=4,
+                                   rounding=rounding))
+    return "; ".join(notes)
