@@ -209,23 +209,31 @@ def need_samples(what, n, needed):
 # come on time; a late tick (the sampler kept off its CPU for more than two
 # intervals gives half its excess to each side of it), a failed stack read
 # (its time charged nowhere) and start-up are the test's named allowance.
+# In wall-clock mode a line is also charged the thread's run-queue wait,
+# which the kernel reports once the thread runs again: a wait is charged
+# where the thread is at the first tick after that, so one that straddles a
+# span's end moves to the next line whole. On a machine with a free core
+# that is a few milliseconds; on an overloaded one a thread waits 100 ms and
+# more: so the tests measure CPU seconds under --virtual-time, or bound the
+# wait (`extra`: the longest gap the program saw between its clock reads).
 
 # The longest a tick's interval can be: the interval + 25 % jitter.
 TICK_SPREAD = 1.25
 
 
-def _seconds_interval(estimate, interval, edges, rounding):
-    half = edges * TICK_SPREAD * interval + rounding
+def _seconds_interval(estimate, interval, edges, extra):
+    half = edges * TICK_SPREAD * interval + extra
     return estimate - half, estimate + half
 
 
-def seconds_near(what, estimate, truth, interval, allowance_rel, edges=2, rounding=0.0):
+def seconds_near(what, estimate, truth, interval, allowance_rel, edges=2, extra=0.0):
     """Checks seconds charged by ticks of `interval` s (the run's
     --interval; a record's 1/--rate) against the truth the program
     measured: fails when estimate +- edges ticks' time (each unbroken span
-    has two ends; `rounding`: what the printed figures' rounding adds, in
-    seconds) lies wholly outside truth x (1 +- allowance_rel)."""
-    lo, hi = _seconds_interval(estimate, interval, edges, rounding)
+    has two ends) +- extra (seconds: the printed figures' rounding, a
+    run-queue wait that may cross an end) lies wholly outside
+    truth x (1 +- allowance_rel)."""
+    lo, hi = _seconds_interval(estimate, interval, edges, extra)
     ok = hi >= truth * (1 - allowance_rel) and lo <= truth * (1 + allowance_rel)
     return Bound(ok, "%s %.4g s of about %d ticks (interval %.4g-%.4g: %d ends of at most "
                      "%.3g s), truth %.4g s +- %.0f%%"
@@ -233,12 +241,12 @@ def seconds_near(what, estimate, truth, interval, allowance_rel, edges=2, roundi
                     TICK_SPREAD * interval, truth, 100 * allowance_rel))
 
 
-def seconds_at_least(what, estimate, truth, interval, allowance_rel, edges=2, rounding=0.0):
+def seconds_at_least(what, estimate, truth, interval, allowance_rel, edges=2, extra=0.0):
     """seconds_near for a figure that may exceed its truth by design (in
     wall-clock mode a line is charged its CPU time and its run-queue wait:
     truth the CPU time): fails only when the whole interval lies below
     truth x (1 - allowance_rel)."""
-    lo, hi = _seconds_interval(estimate, interval, edges, rounding)
+    lo, hi = _seconds_interval(estimate, interval, edges, extra)
     ok = hi >= truth * (1 - allowance_rel)
     return Bound(ok, "%s %.4g s of about %d ticks (interval %.4g-%.4g: %d ends of at most "
                      "%.3g s), truth at least %.4g s - %.0f%%"
@@ -246,17 +254,18 @@ def seconds_at_least(what, estimate, truth, interval, allowance_rel, edges=2, ro
                     TICK_SPREAD * interval, truth, 100 * allowance_rel))
 
 
-def ticks_to_catch(defect_ratio, allowance_rel, edges=2):
+def ticks_to_catch(defect_ratio, allowance_rel, edges=2, extra_ticks=0.0):
     """The fewest ticks in the measured span (truth / interval) at which an
     estimate of defect_ratio x truth (a period lost: 2/3; counted twice: 2;
     a worker lost: 1/2) gives a seconds_near interval that excludes truth x
-    (1 -+ allowance_rel): the counterpart of samples_to_catch. (When the
-    allowance alone covers the defect, no number of ticks does: 10**7.)"""
+    (1 -+ allowance_rel): the counterpart of samples_to_catch. extra_ticks:
+    seconds_near's extra in ticks (extra / interval). (When the allowance
+    alone covers the defect, no number of ticks does: 10**7.)"""
     gap = (1 - allowance_rel - defect_ratio) if defect_ratio < 1 else \
         (defect_ratio - 1 - allowance_rel)
     if gap <= 0:
         return 10 ** 7
-    return int(edges * TICK_SPREAD / gap) + 1
+    return int((edges * TICK_SPREAD + extra_ticks) / gap) + 1
 
 
 def check(bound):

@@ -99,6 +99,11 @@ FAST_INTERVAL = "0.002"
 # default) gives the ~180 that the twins' difference needs to tell one
 # form read a RULE_DEFECT off (samples_to_catch_difference: 114 a side).
 TWINS_INTERVAL = "0.005"
+# Sampling interval of the threads test: 5 ms, so that each worker's line
+# has the 91 samples a worker's kind needs to tell a RULE_DEFECT with its
+# WORKER_KIND_ALLOWANCE (the Python worker's line had 77 at the default
+# 10 ms in a loaded run: it waits for the GIL beside the hashing worker).
+THREADS_INTERVAL = "0.005"
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
 
@@ -224,10 +229,22 @@ def test_threads(env):
 
 def _threads(env, kw):
     script = _program("threads.py")
-    proc, prof = env.profile(script, ["2.0"], **kw)
-    check(proc.returncode == 0, proc.stderr[-2000:])
-    lines = lines_by_no(prof, script)
     marks = marked_lines(script)
+    # a loaded machine gives a worker fewer samples (it waits for a CPU or
+    # the GIL): a run whose worker lines have fewer than their kind's bound
+    # needs is made again, longer by the samples missing, at most twice
+    # (as _function_bias)
+    needed = samples_to_catch(1 - RULE_DEFECT / 100.0, 1.0, WORKER_KIND_ALLOWANCE / 100.0)
+    seconds = 2.0
+    for attempt in range(3):
+        proc, prof = env.profile(script, [str(seconds)],
+                                 options=["--interval", THREADS_INTERVAL], **kw)
+        check(proc.returncode == 0, proc.stderr[-2000:])
+        lines = lines_by_no(prof, script)
+        n = min(_n(lines.get(marks["python_worker"])), _n(lines.get(marks["native_worker"])))
+        if n >= needed:
+            break
+        seconds *= 1.2 * needed / max(n, 1)
 
     def near(mark):  # the marked line or the loop header right above it
         return sum(line_total(lines[n]) for n in (marks[mark] - 1, marks[mark]) if n in lines)
@@ -259,7 +276,7 @@ def _threads(env, kw):
         pw, "n_cpu_percent_python"), _n(pw), 100, WORKER_KIND_ALLOWANCE)))
     notes.append(accuracy.check(share_at_least("native worker line native", _share(
         nw, "n_cpu_percent_c"), _n(nw), 100, WORKER_KIND_ALLOWANCE)))
-    return ", ".join(notes)
+    return ", ".join(notes) + ("" if attempt == 0 else " (run again, %.1f s)" % seconds)
 
 
 def test_blocking_is_system_time(env):
@@ -268,12 +285,28 @@ def test_blocking_is_system_time(env):
 
 def _blocking(env, kw):
     script = _program("blocking.py")
-    # sampled every 2 ms: the sleep/pipe split needs ~1000 samples (below)
-    proc, prof = env.profile(script, ["1.2"], options=["--interval", FAST_INTERVAL], **kw)
-    check(proc.returncode == 0, proc.stderr[-2000:])
-    truth = json.loads(proc.stdout)
-    lines = lines_by_no(prof, script)
     marks = marked_lines(script)
+    # sampled every 2 ms: the sleep/pipe split needs ~1000 samples (below);
+    # a loaded machine delays the sampler's ticks (748 of ~1200 in one run
+    # on 3.8 with the second CPU busy), so a run with fewer samples than
+    # the split's bound needs is made again, longer by the samples missing,
+    # at most twice (as _function_bias)
+    seconds = 1.2
+    for attempt in range(3):
+        proc, prof = env.profile(script, [str(seconds)], options=["--interval", FAST_INTERVAL],
+                                 **kw)
+        check(proc.returncode == 0, proc.stderr[-2000:])
+        truth = json.loads(proc.stdout)
+        lines = lines_by_no(prof, script)
+        check(marks["sleep"] in lines and marks["pipe"] in lines,
+              "sleep or pipe line missing: %s" % sorted(lines))
+        n = _n(lines[marks["sleep"]]) + _n(lines[marks["pipe"]])
+        t = truth["sleep"] / (truth["sleep"] + truth["pipe"])
+        needed = samples_to_catch(_toward_middle(100 * t, SHARE_DEFECT), t,
+                                  CLOCK_ALLOWANCE / 100.0)
+        if n >= needed:
+            break
+        seconds *= 1.2 * needed / max(n, 1)
     notes = []
     for mark in ("sleep", "pipe"):
         line = lines.get(marks[mark])
@@ -291,7 +324,8 @@ def _blocking(env, kw):
     measured = 100 * truth["sleep"] / (truth["sleep"] + truth["pipe"])
     _power_share("sleep/pipe split", n, measured, CLOCK_ALLOWANCE)
     notes.append(accuracy.check(share_near("sleep line of the two", 100 * line_total(sleep) / both,
-                                           n, measured, CLOCK_ALLOWANCE)))
+                                           n, measured, CLOCK_ALLOWANCE))
+                 + ("" if attempt == 0 else " (run again, %.1f s)" % seconds))
     return ", ".join(notes)
 
 

@@ -16,12 +16,12 @@ Runs once (VERSIONS): merge is the command's C code; the profiles it reads
 come from one interpreter.
 
 Issue #32: the spinning line's merged seconds are a sampled figure,
-checked through tests/accuracy.py against the time the runs' loops took by
-their own perf_counter (accuracy.seconds_near: each run's loop holds its
-line for one unbroken span, charged exactly but for its two ends; in
-wall-clock mode a running thread is charged its CPU time and its run-queue
-wait, its wall time); the sums of the runs' figures are exact (within the
-JSON's rounding).
+checked through tests/accuracy.py against the CPU time the runs' loops
+took by their own thread_time (accuracy.seconds_near: each run's loop
+holds its line for one unbroken span, charged exactly but for its two
+ends; the runs sample CPU time only, --virtual-time, as in wall-clock mode
+a run-queue wait that straddles an end moves whole); the sums of the runs'
+figures are exact (within the JSON's rounding).
 """
 import json
 import os
@@ -34,10 +34,10 @@ VERSIONS = "once: merge is the command's C code"
 
 # The default sampling interval (s).
 INTERVAL = 0.01
-# Systematic allowance of the spinning line's seconds (relative): time on
-# the loop's `pass` line (no instruction before 3.12, a NOP the jump runs
-# through after), a late tick at the loop's ends (half its excess goes to
-# the place before it), a failed stack read (charged nowhere).
+# Systematic allowance of the spinning line's CPU seconds (relative): time
+# on the loop's `pass` line (no instruction before 3.12, a NOP the jump
+# runs through after), a late tick at the loop's ends (half its excess goes
+# to the place before it), a failed stack read (charged nowhere).
 SPIN_ALLOWANCE = 0.05
 # The defect: one run's line lost in the merge (0.6 or 0.4 of the truth
 # left: the harder, 0.6).
@@ -51,9 +51,9 @@ def spin(sec):
         pass
 def other(n):
     return sorted(range(n, 0, -1))  # @other
-t0 = time.perf_counter()
+t0 = time.thread_time()
 spin(float(sys.argv[1]))
-print(time.perf_counter() - t0)
+print(time.thread_time() - t0)
 other(200000)
 """
 
@@ -82,13 +82,14 @@ def _line_error(prof):
 
 
 def _two_runs(env, spun=None):
-    """Two runs of SCRIPT; returns (script, their JSON paths). spun: a list
-    that gets the wall seconds each run's loop took, by its perf_counter."""
+    """Two runs of SCRIPT (CPU time only); returns (script, their JSON
+    paths). spun: a list that gets the CPU seconds each run's loop took, by
+    its thread_time."""
     script = env.write("work.py", SCRIPT)
     paths = []
     for i, sec in enumerate(("0.3", "0.2")):
         out = os.path.join(env.tmp, "run%d.json" % i)
-        run = env.run_sonde(["run", "--json", "-o", out, script, sec])
+        run = env.run_sonde(["run", "--virtual-time", "--json", "-o", out, script, sec])
         check(run.returncode == 0 and os.path.exists(out),
               "sonde run %d: exit %d\n%s" % (i, run.returncode, run.stderr[-2000:]))
         paths.append(out)
@@ -125,9 +126,9 @@ def test_merge_adds_lines(env):
 
     hot = marked_lines(script)["hot"]
     hot_sec = _line_seconds(m, merged_lines[hot])
-    # truth: the wall time the two runs' loops took (each spins 0.3 or 0.2
-    # s of CPU time, more of wall time on a loaded machine): two spans,
-    # four ends
+    # truth: the CPU time the two runs' loops took (0.3 and 0.2 s of the
+    # process's CPU time: a little less of the thread's, the sampler's own
+    # is the rest): two spans, four ends
     need_samples("the merged spinning line", round(sum(spun) / INTERVAL),
                  ticks_to_catch(RUN_LOST, SPIN_ALLOWANCE, edges=4))
     note = accuracy.check(seconds_near("the merged spinning line", hot_sec, sum(spun), INTERVAL,
