@@ -19,7 +19,7 @@ VERSIONS = "tiers: which files the report shows, thresholds, colour, width, form
 
 # Systematic allowances of leaf()'s share (points):
 # - `sonde run` of STACKPROG: the program's first and last ticks (its
-#   imports and definitions, its end), up to 2 of its ~40 samples
+#   imports and definitions, its end), up to 2 of its 40-80 samples
 RUN_ALLOWANCE = 5.0
 # - a `with sonde.profile()` block around leaf(): sonde's own start and
 #   stop and the with statement, the first and last ticks (as
@@ -27,7 +27,9 @@ RUN_ALLOWANCE = 5.0
 BLOCK_ALLOWANCE = 5.0
 # The defect: stacks written without leaf() (a frame dropped or garbled by
 # the writer, time charged to its caller middle()): a quarter of the
-# samples (test_attach_formats.py's FRAME_DEFECT). 27 samples tell it.
+# samples (test_attach_formats.py's FRAME_DEFECT). 27 samples tell it:
+# leaf() spins CPU time, so that a loaded machine (15 samples in 0.4 s of
+# the clock in one run) makes it run longer, not sample less.
 FRAME_DEFECT = 25.0
 
 # json.loads runs long enough (10 rounds, ~0.1 s) that a loaded machine
@@ -149,11 +151,14 @@ def test_html_report(env):
     check(bad.returncode != 0 and bad.stderr.startswith("sonde: "), "--html --json accepted")
 
 
+# leaf() spins 0.4 s of its thread's CPU time (not of the clock: on a
+# loaded machine it then runs longer, and its share keeps the samples
+# its bound needs)
 STACKPROG = """\
 import time
 def leaf(s):
-    end = time.perf_counter() + s
-    while time.perf_counter() < end: pass
+    end = time.thread_time() + s
+    while time.thread_time() < end: pass
 def middle(s):
     leaf(s)
 middle(0.4)
@@ -245,9 +250,9 @@ def test_start_checks_options_as_the_command_does(env):
                 sonde.start(**kw)
             except ValueError as e:
                 print(e)
-        def leaf(s):
-            end = time.perf_counter() + s
-            while time.perf_counter() < end: pass
+        def leaf(s):  # CPU time, as STACKPROG's
+            end = time.thread_time() + s
+            while time.thread_time() < end: pass
         with sonde.profile(outfile=%r):
             leaf(0.4)
         """ % folded_out)
