@@ -86,6 +86,10 @@ struct sonde_pyoffsets {
     int32_t interp_ceval_gil;    /* SONDE_PYGIL_INTERP: ceval.gil pointer */
     int32_t gil_locked;          /* in struct _gil_runtime_state (int) */
     int32_t gil_last_holder;     /* in struct _gil_runtime_state (pointer) */
+    int32_t gil_interval;        /* the switch interval (unsigned long, us): in
+                                    _PyRuntimeState (SONDE_PYGIL_GILSTATE,
+                                    ceval.gil.interval), else in struct
+                                    _gil_runtime_state */
 
     /* PyThreadState */
     int32_t tstate_next;

@@ -195,6 +195,16 @@ int sonde_pythread_iter_next(sonde_pythread_iter_t *it, sonde_pythread_t *thread
  * interpreter is not initialised yet. */
 int sonde_pyproc_threads(sonde_pyproc_t *proc, sonde_pythread_t *threads, int max);
 
+/* Reads which thread state of the main interpreter holds the GIL now: one
+ * read (3.12+: two the first time, finding the GIL). Returns 0 with
+ * *holder the thread state's address, or 0 when the GIL is free; or
+ * -errno (*holder 0) when it could not be read. */
+int sonde_pyproc_gil_holder(sonde_pyproc_t *proc, uint64_t *holder);
+/* Reads the GIL's switch interval (sys.setswitchinterval: a thread waiting
+ * for the GIL asks its holder to let go after that long), one read.
+ * Returns 0 with *ns, or -errno (*ns 0) when it could not be read. */
+int sonde_pyproc_gil_switch_ns(sonde_pyproc_t *proc, sonde_ns_t *ns);
+
 /* Frame iteration, innermost frame first. Frames owned by the C stack (the
  * 3.12+ entry shims) are skipped. Every walk starts with
  * sonde_pyframe_iter_begin (the code cache compares a code object's header

@@ -1,11 +1,13 @@
 /* threads.c — walking the thread states of the main interpreter.
  *
- * Owns: sonde_pythread_iter_begin / _next and sonde_pyproc_threads. Called once per sample by the in-process
+ * Owns: sonde_pythread_iter_begin / _next, sonde_pyproc_threads,
+ * sonde_pyproc_gil_holder and sonde_pyproc_gil_switch_ns. Called once per sample by the in-process
  * sampler thread (no GIL held: a thread state may be freed under us) and by
  * the attach reader. Each thread state costs one read (next, interp,
  * thread_id and native_thread_id lie within a few words), plus one read of
  * struct pthread for the native tid before 3.11; the GIL holder costs one
- * read per call. A walk is an iterator (the caller keeps as many threads as
+ * read per call (and sonde_pyproc_gil_holder and _switch_ns one read
+ * each, for the attach reader's native rule). A walk is an iterator (the caller keeps as many threads as
  * it likes); it is bounded by SONDE_PY_MAX_THREADS (more than the kernel
  * can run), stops at a cycle (Brent's algorithm) and at a thread state
  * that does not point back at its interpreter. Nothing here runs in a
@@ -48,33 +50,79 @@ static int threads_interp(sonde_pyproc_t *proc, uint64_t *interp)
     return 0;
 }
 
-/* The thread state holding the GIL, or 0 (best effort). */
-static uint64_t threads_gil_holder(sonde_pyproc_t *proc, uint64_t interp)
+/* The thread state holding the GIL of the interpreter at `interp`
+ * (pyread.h: sonde_pyproc_gil_holder). */
+static int threads_gil_holder(sonde_pyproc_t *proc, uint64_t interp, uint64_t *holder)
 {
     const sonde_pyoffsets_t *off = proc->off;
-    uint64_t holder = 0;
 
-    if (off->gil_model == SONDE_PYGIL_GILSTATE) {
-        if (sonde_mem_read(&proc->mem,
-                           proc->runtime_addr + (uint64_t)off->runtime_gilstate_tstate_current,
-                           &holder, sizeof holder) != 0)
-            return 0;
-        return holder;
+    *holder = 0;
+    if (off->gil_model == SONDE_PYGIL_GILSTATE)
+        return sonde_mem_read(&proc->mem,
+                              proc->runtime_addr + (uint64_t)off->runtime_gilstate_tstate_current,
+                              holder, sizeof *holder);
+    if (off->gil_model != SONDE_PYGIL_INTERP) return -ENOTSUP;
+    if (proc->gil_addr == 0) {
+        int rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_ceval_gil,
+                                &proc->gil_addr, sizeof proc->gil_addr);
+        if (rc != 0) return rc;
+        if (proc->gil_addr == 0) return -EAGAIN; /* not made yet */
     }
-    if (proc->gil_addr == 0 && sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_ceval_gil,
-                                              &proc->gil_addr, sizeof proc->gil_addr) != 0)
-        return 0;
     /* locked (int) and last_holder (pointer) in one read */
     int32_t lo = off->gil_locked < off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
     int32_t hi = off->gil_locked > off->gil_last_holder ? off->gil_locked : off->gil_last_holder;
     uint8_t gil[SONDE_PYREAD_GIL_SPAN_MAX];
-    if (lo < 0 || hi + 8 - lo > (int32_t)sizeof gil ||
-        sonde_mem_read(&proc->mem, proc->gil_addr + (uint64_t)lo, gil, (size_t)(hi + 8 - lo)) != 0)
-        return 0;
+    if (lo < 0 || hi + 8 - lo > (int32_t)sizeof gil) return -EINVAL;
+    int rc = sonde_mem_read(&proc->mem, proc->gil_addr + (uint64_t)lo, gil, (size_t)(hi + 8 - lo));
+    if (rc != 0) return rc;
     int32_t locked = 0;
+    uint64_t last = 0;
     memcpy(&locked, gil + (off->gil_locked - lo), sizeof locked);
-    memcpy(&holder, gil + (off->gil_last_holder - lo), sizeof holder);
-    return locked > 0 ? holder : 0;
+    memcpy(&last, gil + (off->gil_last_holder - lo), sizeof last);
+    *holder = locked > 0 ? last : 0;
+    return 0;
+}
+
+/* Reads the GIL's switch interval (pyread.h). */
+int sonde_pyproc_gil_switch_ns(sonde_pyproc_t *proc, sonde_ns_t *ns)
+{
+    const sonde_pyoffsets_t *off = proc->off;
+    uint64_t interval_us = 0, interp = 0, base = 0;
+
+    *ns = 0;
+    if (off->gil_interval < 0) return -ENOTSUP;
+    if (off->gil_model == SONDE_PYGIL_GILSTATE) {
+        base = proc->runtime_addr;
+    } else {
+        int rc = threads_interp(proc, &interp);
+        if (rc != 0) return rc;
+        if (interp == 0) return -EAGAIN;
+        if (proc->gil_addr == 0) {
+            rc = sonde_mem_read(&proc->mem, interp + (uint64_t)off->interp_ceval_gil,
+                                &proc->gil_addr, sizeof proc->gil_addr);
+            if (rc != 0) return rc;
+            if (proc->gil_addr == 0) return -EAGAIN;
+        }
+        base = proc->gil_addr;
+    }
+    int rc = sonde_mem_read(&proc->mem, base + (uint64_t)off->gil_interval, &interval_us,
+                            sizeof interval_us);
+    if (rc != 0) return rc;
+    /* sys.setswitchinterval keeps it within (0, ULONG_MAX / 1000] us */
+    if (interval_us == 0 || interval_us > UINT64_MAX / 1000) return -EINVAL;
+    *ns = (sonde_ns_t)interval_us * 1000;
+    return 0;
+}
+
+/* Reads who holds the GIL now (pyread.h). */
+int sonde_pyproc_gil_holder(sonde_pyproc_t *proc, uint64_t *holder)
+{
+    uint64_t interp = 0;
+    *holder = 0;
+    int rc = threads_interp(proc, &interp);
+    if (rc != 0) return rc;
+    if (interp == 0) return -EAGAIN;
+    return threads_gil_holder(proc, interp, holder);
 }
 
 /* The kernel tid of a thread state whose fields are in `ts` (read from
@@ -123,7 +171,7 @@ int sonde_pythread_iter_begin(sonde_pyproc_t *proc, sonde_pythread_iter_t *it)
         return rc;
     }
     it->interp = interp;
-    it->holder = threads_gil_holder(proc, interp);
+    if (threads_gil_holder(proc, interp, &it->holder) != 0) it->holder = 0; /* best effort */
     return 0;
 }
 

@@ -15,7 +15,8 @@ then runs the dump tool (tests/pyread/pyread_dump.c) on it several times
 and checks, against what the target reports about itself (thread idents,
 native ids, the source lines of its markers), every thread's file,
 function (qualified name from 3.11), line, in_call flag, native tid and
-that at most one thread holds the GIL. It also checks error returns (no
+that at most one thread holds the GIL, and the GIL's switch interval
+the target set. It also checks error returns (no
 such pid: -ESRCH; `sleep`, not Python: -ENOEXEC), runs the frame walker
 from garbage addresses of the live target (--fuzz) and of random memory
 (--fuzz-self), and measures the cost of walking the deepest stack (--bench).
@@ -151,6 +152,9 @@ def main():
 
 
 import json
+# a switch interval of the target's own, for the reader to find (4.9 ms:
+# near the default, so that the GIL's hand-offs stay as they were)
+sys.setswitchinterval(0.0049)
 RECURSION = int(sys.argv[1])
 MODE = sys.argv[2]  # "all"; "traced": all under settrace/setprofile;
                    # "quiet": only the recursion and the chain, for timing
@@ -253,6 +257,9 @@ def check_dump(c, doc, expect, lines, path, n, tally, gil_tally):
                 holders[0]["pthread_id"] in (ready["sorter"][0], ready["spinner"][0]),
                 "holder thread_id %d" % holders[0]["pthread_id"])
     gil_tally.append(len(holders) == 1 and holders[0]["pthread_id"] == ready["sorter"][0])
+    c.check("dump %d: the GIL's switch interval" % n,
+            doc.get("switch_rc") == 0 and doc.get("switch_ns") == 4900000,
+            "rc %s, %s ns; the target set 4900000" % (doc.get("switch_rc"), doc.get("switch_ns")))
     for name, (ident, native_id) in sorted(ready.items()):
         t = find_thread(doc, ident)
         if not c.check("dump %d %s: thread found by pthread id" % (n, name), t is not None,

@@ -97,9 +97,13 @@ static int dump_all(sonde_pyproc_t *proc)
         if (i) sonde_buf_puts(&out, ", ");
         dump_stack(proc, &threads[i], &out);
     }
-    sonde_buf_printf(&out, "], \"reads\": %llu, \"faults\": %llu, \"codes\": %u}",
-                     (unsigned long long)proc->mem.reads, (unsigned long long)proc->mem.faults,
-                     sonde_pyproc_code_count(proc));
+    sonde_ns_t switch_ns = 0;
+    int switch_rc = sonde_pyproc_gil_switch_ns(proc, &switch_ns);
+    sonde_buf_printf(&out,
+                     "], \"switch_rc\": %d, \"switch_ns\": %llu, \"reads\": %llu, "
+                     "\"faults\": %llu, \"codes\": %u}",
+                     switch_rc, (unsigned long long)switch_ns, (unsigned long long)proc->mem.reads,
+                     (unsigned long long)proc->mem.faults, sonde_pyproc_code_count(proc));
     dump_print(&out);
     return n < 0 ? 1 : 0;
 }

@@ -121,12 +121,14 @@ static void runtime_fields(void)
     field("interp_ceval_gil", ABSENT);
     field("gil_locked", ABSENT);
     field("gil_last_holder", ABSENT);
+    field("gil_interval", OFF(_PyRuntimeState, ceval.gil.interval));
 #else
     field("gil_model", 2); /* SONDE_PYGIL_INTERP */
     field("runtime_gilstate_tstate_current", ABSENT);
     field("interp_ceval_gil", OFF(PyInterpreterState, ceval.gil));
     field("gil_locked", OFF(struct _gil_runtime_state, locked));
     field("gil_last_holder", OFF(struct _gil_runtime_state, last_holder));
+    field("gil_interval", OFF(struct _gil_runtime_state, interval));
 #endif
 
     field("interp_next", OFF(PyInterpreterState, next));
