@@ -43,6 +43,10 @@
  * threads are not watched and their time is split as with no answers
  * (sonde_line_split: native on a call instruction). */
 #define SONDE_ATTACH_WATCH_MIN_NS 6000000
+/* The target's GIL switch interval (sys.setswitchinterval, which the
+ * native rule's watch of a thread off the GIL depends on) is read when a
+ * watch begins, at most this often: a program seldom changes it. */
+#define SONDE_ATTACH_SWITCH_REREAD_NS 1000000000
 
 typedef struct sonde_attach_opts {
     double rate_hz;      /* samples per second (default 100) */
@@ -86,6 +90,8 @@ typedef struct sonde_atarget {
     sonde_ns_t last_tick_ns;         /* 0 until the baseline tick */
     uint64_t ticks;                  /* ticks counted (after the baseline) */
     int fail_streak;                 /* consecutive ticks whose thread list failed */
+    sonde_ns_t gil_switch_ns;        /* the GIL's switch interval, 0 unknown */
+    sonde_ns_t gil_switch_read_at;   /* when it was read (monotonic), 0 never */
     bool exited;                     /* the process is gone (or a zombie) */
     bool retired;                    /* stopped reading it (exec'd into something
                                 else); its figures stay */

@@ -253,13 +253,27 @@ static int target_os_view(struct sonde_athread *th, const sonde_pythread_t *pt, 
     return 0;
 }
 
-/* The watched thread's CPU clock: schedstat, in lumps (the native rule's
- * coarse clock). */
-static int target_watch_cpu(void *arg, sonde_ns_t *ns)
+/* The thread the native rule watches, and its process. */
+struct target_watched {
+    sonde_atarget_t *t;
+    struct sonde_athread *th;
+};
+
+/* The watched thread's CPU clock and run-queue wait: schedstat, in lumps
+ * (the native rule's coarse clock). */
+static int target_watch_cpu(void *arg, sonde_ns_t *ns, sonde_ns_t *waited_ns)
 {
-    struct sonde_athread *th = arg;
-    sonde_ns_t runq = 0;
-    return sonde_prim_task_times(&th->os, ns, &runq);
+    struct target_watched *watched = arg;
+    return sonde_prim_task_times(&watched->th->os, ns, waited_ns);
+}
+
+/* Whether the watched thread holds the GIL now (one read of the target). */
+static int target_watch_holds_gil(void *arg)
+{
+    struct target_watched *watched = arg;
+    uint64_t holder = 0;
+    int rc = sonde_pyproc_gil_holder(&watched->t->proc, &holder);
+    return rc < 0 ? rc : holder == watched->th->key.tstate;
 }
 
 /* The native rule's answer for a running thread whose stack was just read
@@ -272,15 +286,25 @@ static int target_watch(sonde_atarget_t *t, struct sonde_athread *th, sonde_ns_t
     if (!th->have_innermost || th->tid <= 0 || th->os.no_schedstat ||
         now + SONDE_ATTACH_WATCH_MIN_NS > watch_until)
         return -1;
+    if (t->gil_switch_read_at == 0 ||
+        now - t->gil_switch_read_at >= SONDE_ATTACH_SWITCH_REREAD_NS) {
+        /* the GIL's switch interval (0: unknown), for the rule */
+        if (sonde_pyproc_gil_switch_ns(&t->proc, &t->gil_switch_ns) < 0) t->gil_switch_ns = 0;
+        t->gil_switch_read_at = now;
+    }
     sonde_walk_t ref = {
         .have_innermost = true, .innermost = th->innermost, .innermost_addr = th->innermost_addr};
+    struct target_watched watched = {.t = t, .th = th};
     sonde_native_watch_t how = {.proc = &t->proc,
                                 .tstate = th->key.tstate,
                                 .cpu_ns = target_watch_cpu,
                                 .gc_touched = NULL, /* not readable from here */
                                 /* another process's CPUs: no confirmation */
                                 .resume = NULL,
-                                .arg = th,
+                                /* a thread off the GIL runs no bytecode */
+                                .holds_gil = target_watch_holds_gil,
+                                .gil_switch_ns = t->gil_switch_ns,
+                                .arg = &watched,
                                 .budget_ns = watch_until - now};
     return sonde_native_watch(&sonde_native_rule_coarse, &how, &ref);
 }

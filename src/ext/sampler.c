@@ -295,9 +295,10 @@ struct sampler_watch {
     bool gc_running0;    /* ... and whether one was running */
 };
 
-static int sampler_watch_cpu(void *arg, sonde_ns_t *ns)
+static int sampler_watch_cpu(void *arg, sonde_ns_t *ns, sonde_ns_t *waited_ns)
 {
     const struct sampler_watch *watch = arg;
+    *waited_ns = 0; /* an exact clock: not needed */
     return sonde_prim_thread_cpu_ns(watch->tid, ns);
 }
 

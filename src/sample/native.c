@@ -73,6 +73,45 @@
  * wall time of the watch's start, and the proof needs no confirmation (it
  * spans milliseconds, far beyond a stall). A thread that waits for a CPU
  * the whole time adds no lump: no answer, never a false native one.
+ *
+ * That proof fails C calls shorter than itself: a line that calls one C
+ * function again and again stands on the same instruction at every look
+ * but for the moments between two calls, and a look landing there ends
+ * the proof (the end of C work: no answer), or answers bytecode when it
+ * comes within move_ns. The line's only sure answers were then Python
+ * ones: zlib.compress of 64 KiB (0.6 ms of CPU a call) read 0 % native
+ * under attach on a loaded machine, where run reads it 93-97 %. Bytecode
+ * runs only under the GIL, though, and such calls release it for their
+ * work (hashing, compression, I/O, numpy's loops). So where the front end
+ * can read the GIL (watch->holds_gil: the attach reader, one read), the
+ * first look asks it; a thread off the GIL then was not running bytecode
+ * but C code, or it was waiting to take the GIL back. The watch tells the
+ * two apart by letting it run: it is native once the clock shows it ran
+ * (rule->gil_free_proof_ns of CPU time after the first lump, over
+ * rule->gil_free_looks looks) without keeping the GIL, else there is no
+ * answer, never Python. Here a move of schedstat's run-queue wait counts
+ * as a first lump does: it moves when the thread is put on a CPU (or
+ * moved between run queues while it waits), so the thread was not
+ * running at some moment after the look before, and what the clock adds
+ * from then on was run after that look; on a loaded machine, where the
+ * thread is switched often, the proof comes without waiting for a second
+ * scheduler tick. A thread that was waiting and then runs bytecode keeps
+ * the GIL for its switch interval (sys.setswitchinterval, 5 ms by
+ * default: a waiter asks the holder to let go only after waiting that long
+ * since the GIL last changed hands) unless it lets go itself, so two looks
+ * in a row finding it holding the GIL end the watch without an answer;
+ * one look alone holding it is a moment between two C calls. For two
+ * looks to fall within such a turn they must be at most 2/5 of the switch
+ * interval apart (watch->gil_switch_ns, which the front end reads from the
+ * target; at most rule->gil_free_gap_ns, 2 ms): two looks further apart
+ * (the watcher kept off its CPU) start the count again, as at the watch's
+ * start, and a switch interval under five naps (a program that lowered it
+ * below 0.5 ms: contended pure-Python threads read 25-62 % native at
+ * 0.1 ms before this) leaves the GIL unasked. Moves are not looked for on this path (a C call
+ * that ends says nothing of the moment the watch began), which reads the
+ * GIL and the clock only: fewer reads than a look at the frame. A thread
+ * holding the GIL at the first look (or whose GIL could not be read) is
+ * watched as above.
  */
 #include "sample.h"
 
@@ -96,6 +135,11 @@ const sonde_native_rule_t sonde_native_rule_coarse = {
     .nap_ns = 100000,
     .confirm_ns = 0,
     .coarse_clock = true,
+    .gil_free_looks = 4,
+    /* a lump after the first: it ran this long after the look before it */
+    .gil_free_proof_ns = 200000,
+    /* 2/5 of the default 5 ms switch interval */
+    .gil_free_gap_ns = 2000000,
 };
 
 /* Whether the thread's innermost frame is elsewhere than the walk's:
@@ -113,6 +157,49 @@ static int native_moved(const sonde_native_watch_t *watch, const sonde_walk_t *w
            again.instr_offset != w->innermost.instr_offset;
 }
 
+/* A thread off the GIL at the watch's first look (the banner): 1 once the
+ * clock shows it ran after the first lump or switch without keeping the
+ * GIL, else -1 (a read failed, it kept the GIL, the budget ran out). */
+static int native_watch_gil_free(const sonde_native_rule_t *rule, const sonde_native_watch_t *watch,
+                                 sonde_ns_t gap_ns, sonde_ns_t start, sonde_ns_t cpu0,
+                                 sonde_ns_t waited0)
+{
+    sonde_ns_t cpu = cpu0, waited = waited0, counted_from = cpu0, last_look = start;
+    bool counting = false;
+    uint32_t looks = 0, held_in_row = 0;
+
+    for (;;) {
+        sonde_prim_sleep_ns(rule->nap_ns); /* the first look was the caller's */
+        int held = watch->holds_gil(watch->arg);
+        if (held < 0 || watch->cpu_ns(watch->arg, &cpu, &waited) < 0) return -1;
+        sonde_ns_t now = sonde_prim_monotonic_ns();
+        held_in_row = held ? held_in_row + 1 : 0;
+        if (held_in_row >= 2) return -1;
+        if (now - last_look > gap_ns) {
+            /* The watcher was kept off its CPU: what the thread ran
+             * meanwhile was not seen. Count again from here. */
+            counting = false;
+            cpu0 = cpu;
+            waited0 = waited;
+        }
+        last_look = now;
+        /* The first lump: as below. A move of the run-queue wait: the
+         * thread was put on a CPU (or moved between queues while waiting)
+         * since the look before, so it was not running then, and all the
+         * clock adds from now on was run after that look. */
+        if (!counting && (cpu > cpu0 || waited > waited0)) {
+            counting = true;
+            counted_from = cpu;
+            looks = 1;
+        }
+        if (counting) looks++;
+        if (counting && !held && looks >= rule->gil_free_looks &&
+            cpu - counted_from >= rule->gil_free_proof_ns)
+            return 1;
+        if (now - start >= watch->budget_ns) return -1;
+    }
+}
+
 /* The stages of a watch with an exact clock: prove, confirm after a
  * sleep, then (where the CPU can be resumed) resume it and prove again. */
 enum native_stage { NATIVE_PROVE, NATIVE_CONFIRM, NATIVE_VERIFY };
@@ -120,7 +207,7 @@ enum native_stage { NATIVE_PROVE, NATIVE_CONFIRM, NATIVE_VERIFY };
 int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch_t *watch,
                        const sonde_walk_t *w)
 {
-    sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0;
+    sonde_ns_t cpu0 = 0, cpu = 0, last_cpu = 0, waited0 = 0, waited = 0;
     sonde_ns_t start = sonde_prim_monotonic_ns();
     sonde_ns_t proved_at = 0, proved_cpu = 0;
     sonde_ns_t counted_from = 0; /* coarse: the clock at its first move */
@@ -128,12 +215,18 @@ int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch
     enum native_stage stage = NATIVE_PROVE;
     uint32_t looks = 0;
 
-    if (!w->have_innermost || watch->cpu_ns(watch->arg, &cpu0) < 0) return -1;
+    if (!w->have_innermost || watch->cpu_ns(watch->arg, &cpu0, &waited0) < 0) return -1;
+    /* looks close enough that a holder's turn spans two (the banner) */
+    sonde_ns_t gap_ns = watch->gil_switch_ns / 5 * 2;
+    if (gap_ns > rule->gil_free_gap_ns) gap_ns = rule->gil_free_gap_ns;
+    if (watch->holds_gil && rule->gil_free_proof_ns > 0 && gap_ns >= 2 * rule->nap_ns &&
+        watch->holds_gil(watch->arg) == 0)
+        return native_watch_gil_free(rule, watch, gap_ns, start, cpu0, waited0);
     last_cpu = counted_from = cpu0;
     for (;;) {
         int moved = native_moved(watch, w);
         if (moved < 0) return -1;
-        if (watch->cpu_ns(watch->arg, &cpu) < 0) return -1;
+        if (watch->cpu_ns(watch->arg, &cpu, &waited) < 0) return -1;
         sonde_ns_t now = sonde_prim_monotonic_ns();
         if (moved) {
             /* Bytecode if it moved soon after the walk. Later, unsure:
@@ -165,7 +258,7 @@ int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch
              * (the banner: a host that stops a virtual CPU for
              * milliseconds). Make it run, and prove it once more. */
             if (!watch->resume || watch->resume(watch->arg) < 0) return 1;
-            if (watch->cpu_ns(watch->arg, &cpu) < 0) return -1;
+            if (watch->cpu_ns(watch->arg, &cpu, &waited) < 0) return -1;
             stage = NATIVE_VERIFY;
             looks = 0;
             counted_from = cpu;

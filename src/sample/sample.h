@@ -323,6 +323,15 @@ typedef struct sonde_native_rule {
                               watch can resume the thread's CPU, resume it
                               and prove it a third time */
     bool coarse_clock;     /* the CPU clock moves in lumps (scheduler ticks) */
+    /* A thread off the GIL at the first look, where the watch can tell
+     * (watch->holds_gil): native once it ran gil_free_proof_ns after the
+     * clock's first lump over gil_free_looks looks, never two in a row
+     * holding the GIL; looks more than gil_free_gap_ns (at most 2/5 of the
+     * switch interval) apart count from there again (gil_free_proof_ns 0:
+     * unused) */
+    uint32_t gil_free_looks;
+    sonde_ns_t gil_free_proof_ns;
+    sonde_ns_t gil_free_gap_ns;
 } sonde_native_rule_t;
 
 /* A thread's exact CPU clock (the in-process sampler's), and one the
@@ -334,8 +343,12 @@ extern const sonde_native_rule_t sonde_native_rule_coarse;
 typedef struct sonde_native_watch {
     sonde_pyproc_t *proc; /* borrowed; the reader of the thread's process */
     uint64_t tstate;      /* the thread's state */
-    /* The thread's CPU time so far in ns. Returns 0 or -errno. */
-    int (*cpu_ns)(void *arg, sonde_ns_t *ns);
+    /* The thread's CPU time so far in ns, and (a coarse clock) its time
+     * spent waiting for a CPU (schedstat's run_delay: it moves when the
+     * thread is put on a CPU, and when it moves between run queues while
+     * waiting; an exact clock's front end leaves it 0). Returns 0 or
+     * -errno. */
+    int (*cpu_ns)(void *arg, sonde_ns_t *ns, sonde_ns_t *waited_ns);
     /* Whether a garbage collection ran in the thread since the watch was
      * prepared (NULL: collections are not seen, and judged as C code). */
     bool (*gc_touched)(void *arg);
@@ -344,15 +357,23 @@ typedef struct sonde_native_watch {
      * guest goes on counting its thread's CPU time): 0, or -errno when it
      * cannot tell. NULL: it cannot (another process's threads). */
     int (*resume)(void *arg);
-    void *arg;            /* borrowed; passed to all three */
+    /* Whether the thread holds the GIL now: 1, 0, or -errno when it cannot
+     * tell. NULL: not asked (the in-process sampler's exact clock needs no
+     * such help). */
+    int (*holds_gil)(void *arg);
+    /* The target's GIL switch interval (sys.setswitchinterval): a thread
+     * that takes the GIL keeps it that long unless it lets go itself. 0:
+     * unknown, the GIL is not asked. */
+    sonde_ns_t gil_switch_ns;
+    void *arg;            /* borrowed; passed to all four */
     sonde_ns_t budget_ns; /* wall time spent looking, at most */
 } sonde_native_watch_t;
 
 /* Watches the running thread whose stack walk is w (w->have_innermost):
  * whether its running time is native code called from its innermost
  * frame (1), bytecode (0), or unknown (-1: it did not run long enough
- * within the budget, its C work ended while watched, a read failed).
- * Sleeps between looks. */
+ * within the budget, its C work ended while watched, a read failed; a
+ * thread found off the GIL is never bytecode). Sleeps between looks. */
 int sonde_native_watch(const sonde_native_rule_t *rule, const sonde_native_watch_t *watch,
                        const sonde_walk_t *w);
 
