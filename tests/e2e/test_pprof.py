@@ -518,25 +518,39 @@ def test_stack_kinds_follow_lines(env):
     the native seconds moved to Python)."""
     script = env.write("kinds.py", KINDS_PROGRAM)
     marks = marked_lines(script)
-    proc, prof = env.profile(script, options=["--stacks", "--virtual-time", "--no-subprocesses"])
-    check(proc.returncode == 0, proc.stderr[-2000:])
+
+    def stack_seconds(prof, mark):
+        frames = prof["call_stacks"]["frames"]
+        py = nat = 0.0
+        for s in prof["call_stacks"]["samples"]:
+            leaf = frames[s["frames"][-1]]
+            if leaf["file"] == script and leaf["line"] == marks[mark]:
+                check("native_sec" in s, "a stack without its split by kind: %r" % s)
+                py += s["python_sec"]
+                nat += s["native_sec"]
+        return py, nat
+
+    # Each line spins 0.8 s of its CPU; a tick kept late on a loaded machine
+    # gives half its lateness to the line before (in one run the loop's
+    # stacks had 0.299 s): a run whose lines fall short of 0.3 s is made
+    # again, at most twice.
+    got = []
+    for _ in range(3):
+        proc, prof = env.profile(script, options=["--stacks", "--virtual-time",
+                                                  "--no-subprocesses"])
+        check(proc.returncode == 0, proc.stderr[-2000:])
+        got = [sum(stack_seconds(prof, mark)) for mark in ("mul", "loop")]
+        if min(got) > 0.3:
+            break
+    check(min(got) > 0.3, "s in the stacks of the product and the loop: %r" % got)
     lines = lines_by_no(prof, script)
-    stacks = prof["call_stacks"]
-    frames = stacks["frames"]
     shares = []
     for mark in ("mul", "loop"):
         line = lines.get(marks[mark])
         check(line, "no line %s" % mark)
         run = line["n_cpu_percent_python"] + line["n_cpu_percent_c"]
         line_native = 100.0 * line["n_cpu_percent_c"] / run
-        py = nat = 0.0
-        for s in stacks["samples"]:
-            leaf = frames[s["frames"][-1]]
-            if leaf["file"] == script and leaf["line"] == marks[mark]:
-                check("native_sec" in s, "a stack without its split by kind: %r" % s)
-                py += s["python_sec"]
-                nat += s["native_sec"]
-        check(py + nat > 0.3, "%s: %.3f s in its stacks" % (mark, py + nat))
+        py, nat = stack_seconds(prof, mark)
         stack_native = 100.0 * nat / (py + nat)
         shares.append("%s native: stacks %.1f %%, line %.1f %%" % (mark, stack_native, line_native))
         for kind, stack_sec, key in (("Python", py, "n_cpu_percent_python"),
