@@ -562,7 +562,12 @@ def pm_stop_cont(env):
             for sig in (signal.SIGSTOP, signal.SIGTSTP):
                 time.sleep(0.1)
                 p.send_signal(sig)
-                time.sleep(0.1)
+                # the stop takes effect when the target next runs: on a
+                # loaded machine that took more than 0.1 s (python itself
+                # read S); wait for it up to 2 s
+                deadline = time.monotonic() + 2.0
+                while _state(pid) not in ("T", "gone") and time.monotonic() < deadline:
+                    time.sleep(0.01)
                 states.append("%s: %s" % (signal.Signals(sig).name, _state(pid)))
                 time.sleep(0.2)
                 p.send_signal(signal.SIGCONT)
