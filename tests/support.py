@@ -3,7 +3,9 @@ import concurrent.futures
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -39,6 +41,20 @@ def concurrently(run, cases, workers=3):
         futures = [pool.submit(run, case) for case in cases]
         concurrent.futures.wait(futures)
     return [f.result() for f in futures]
+
+
+def busy_loop(cpu=None):
+    """A process that keeps one CPU busy (cpu: pinned there; None: where
+    the scheduler puts it), the load of the accuracy tests' loaded runs.
+    The caller kills it; it also dies with the thread that started it
+    (PR_SET_PDEATHSIG), so that a runner killed mid-test leaves no busy
+    loop loading the machine (eight were found, from runs cut short)."""
+    def setup():
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=setup)
 
 
 def loaded_runs_here(env):

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from attach_support import (Target, folded_share, frame_parts, function_totals, load_json,  # noqa: E402
                             parse_folded, program, sonde_ok)
-from support import check, loaded_runs_here, marked_lines  # noqa: E402
+from support import busy_loop, check, loaded_runs_here, marked_lines  # noqa: E402
 import accuracy  # noqa: E402
 from accuracy import (need_samples, samples_to_catch, samples_to_catch_difference,  # noqa: E402
                       share_at_least, share_at_most, share_near, shares_close)
@@ -521,8 +521,7 @@ def _record(env, script, args, busy_cpu):
     out = os.path.join(env.tmp, "record-%s.json" % os.path.basename(script))
     busy = None
     if busy_cpu is not None:
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                preexec_fn=lambda: os.sched_setaffinity(0, {busy_cpu}))
+        busy = busy_loop(busy_cpu)
     try:
         proc = env.run_sonde(["record", "-o", out, "--", env.python, script] + [str(a) for a in args])
     finally:
@@ -619,8 +618,7 @@ def _gil_release_case(env, mode, busy_cpu):
     busy = None
     with Target(env, GIL_RELEASE, [mode, 60, spans]) as target:
         if busy_cpu is not None:
-            busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                    preexec_fn=lambda: os.sched_setaffinity(0, {busy_cpu}))
+            busy = busy_loop(busy_cpu)
         try:
             proc = env.run_sonde(["attach", str(target.pid), "-d", GIL_RELEASE_SECONDS, "-o", out])
             ended = time.monotonic()  # the target's perf_counter: the same clock

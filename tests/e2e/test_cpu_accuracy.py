@@ -41,7 +41,7 @@ import sys
 import accuracy
 from accuracy import (need_samples, samples_to_catch, samples_to_catch_difference, share_at_least,
                       share_at_most, share_near, shares_close)
-from support import Skip, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
+from support import Skip, busy_loop, check, file_entry, lines_by_no, line_total, loaded_runs_here, marked_lines
 
 VERSIONS = "all: CPU attribution is the in-process sampler's frame walk and the native rule"
 ALONE = ("CPU shares against the program's own clocks, with busy threads and loaded runs of its "
@@ -363,7 +363,7 @@ def _condition(name, extra_env=None):
         kw["env"]["SONDE_TEST_SAMPLER_CPU"] = str(cpus[1])
     busy = None
     if name == "busy":
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_pin(cpus[-1]))
+        busy = busy_loop(cpus[-1])
     try:
         yield kw
     finally:
