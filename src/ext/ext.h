@@ -78,7 +78,8 @@ typedef struct sonde_sampler {
     const sonde_filter_t *filter; /* borrowed */
     /* borrowed; NULL: none. The sampling sources (sources.c): the sampler
      * thread launches them after its first tick and takes their readings
-     * at every tick, charged with each sample (sonde_sources_tick). */
+     * at every tick, and for each thread it charges, charged with each
+     * sample (sonde_sources_tick, sonde_sources_thread). */
     const struct sonde_sources *sources;
     void (*on_terminate)(void); /* called on the sampler thread after
                                        SIGTERM was seen; may not return */
@@ -113,9 +114,13 @@ typedef struct sonde_sampler {
     bool first_tick;
     bool tick_has[SONDE_N_FIGSRCS];    /* the tick has a reading of the source */
     double tick_reading[SONDE_N_FIGS]; /* its readings, by the sources' slots */
-    sonde_accum_t *spans;              /* owned; span id i's lines at [i - 1] (spans.c) */
-    size_t n_spans;                    /* entries allocated in spans */
-    sonde_accum_t *tick_span;          /* the current tick's span, or NULL */
+    /* The readings charged with the thread being charged: the tick's, but
+     * for the sources that read per thread (sonde_sources_thread). */
+    bool charge_has[SONDE_N_FIGSRCS];
+    double charge_reading[SONDE_N_FIGS];
+    sonde_accum_t *spans;     /* owned; span id i's lines at [i - 1] (spans.c) */
+    size_t n_spans;           /* entries allocated in spans */
+    sonde_accum_t *tick_span; /* the current tick's span, or NULL */
     /* Shared. */
     _Atomic uint32_t span; /* the span open now (1-based), 0 none: written
                                   with the GIL (spans.c), read at each tick */
@@ -467,6 +472,17 @@ typedef struct sonde_source_ctx {
     const struct sonde_sources *set; /* all of them (the core ticks them) */
 } sonde_source_ctx_t;
 
+/* What the sampler knows of a thread it charges in a tick, for the
+ * sources that read per thread. */
+typedef struct sonde_source_thread {
+    sonde_thread_key_t key;  /* its thread state and kernel tid */
+    sonde_ns_t cpu_ns;       /* its CPU clock as the tick read it */
+    sonde_ns_t cpu_delta_ns; /* its CPU time since its previous tick */
+    sonde_ns_t run_ns;       /* what the tick charges it as running (its CPU
+                                time, and its run-queue wait in wall-clock mode) */
+    sonde_ns_t system_ns;    /* ... and as blocked in a system call */
+} sonde_source_thread_t;
+
 /* One source's operations; NULL: nothing to do at that point. */
 typedef struct sonde_source_ops {
     const char *name;
@@ -481,6 +497,14 @@ typedef struct sonde_source_ops {
      * value per slot of its figures; false: none this tick. Bounded,
      * lock-free, no allocation. */
     bool (*tick)(void *state, double *reading);
+    /* Sampler thread, for each thread it charges in a tick (after tick,
+     * before its charges): the reading for that thread's charges alone,
+     * one value per slot; false: none for this thread. For figures that
+     * belong to one thread (a garbage collection is the collecting
+     * thread's), which tick's reading, charged with every thread, would
+     * give to all of them. Where a source has both, this one replaces
+     * tick's for the thread. Bounded, lock-free, no allocation. */
+    bool (*thread)(void *state, const sonde_source_thread_t *thread, double *reading);
     /* With the GIL, around fork() and os.exec*: no thread of its own left
      * running; resume in the parent (or after a failed exec). */
     void (*pause_gil)(void *state);
@@ -500,13 +524,13 @@ typedef struct sonde_source_ops {
     void (*release_gil)(void *state);
 } sonde_source_ops_t;
 
-/* The table's size (sources.c's rows). */
-#define SONDE_N_SOURCES 3
+/* The most rows sources.c's table may have (it checks its own count). */
+#define SONDE_MAX_SOURCES 8
 
 typedef struct sonde_sources {
-    void *state[SONDE_N_SOURCES]; /* each row's state (kept for the process's
-                                     life: a late hook never sees freed memory) */
-    bool started[SONDE_N_SOURCES];
+    void *state[SONDE_MAX_SOURCES]; /* each row's state (kept for the process's
+                                       life: a late hook never sees freed memory) */
+    bool started[SONDE_MAX_SOURCES];
 } sonde_sources_t;
 
 /* Starts every source in the table's order, the sampler (the CPU source's
@@ -514,10 +538,14 @@ typedef struct sonde_sources {
  * a Python exception set (the ones started are released). */
 int sonde_sources_start_gil(sonde_sources_t *set, sonde_sampler_t *sampler,
                             const sonde_run_opts_t *opts, const sonde_filter_t *filter);
-/* Sampler thread: launch after the first tick; tick every tick. */
+/* Sampler thread: launch after the first tick; tick every tick; thread
+ * for each thread charged in the tick, over a copy of the tick's readings
+ * (the per-thread sources' replace theirs). */
 void sonde_sources_launch(const sonde_sources_t *set);
 void sonde_sources_tick(const sonde_sources_t *set, bool has[SONDE_N_FIGSRCS],
                         double reading[SONDE_N_FIGS]);
+void sonde_sources_thread(const sonde_sources_t *set, const sonde_source_thread_t *thread,
+                          bool has[SONDE_N_FIGSRCS], double reading[SONDE_N_FIGS]);
 /* Around fork() and os.exec* (GIL): pause in reverse order, resume in order. */
 void sonde_sources_pause_gil(sonde_sources_t *set);
 void sonde_sources_resume_gil(sonde_sources_t *set);

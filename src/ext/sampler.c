@@ -13,8 +13,10 @@
  *   - time off CPU is system time when the thread is blocked in a system
  *     call other than a wait on another thread (sleep, I/O, poll), and is
  *     not charged when it waits on a lock, a condition, a join or the GIL.
- * Each charge also carries the other sources' readings of its tick
- * (sources.c, sonde_sources_tick), weighted by the time charged.
+ * Each charge also carries the other sources' readings (sources.c): the
+ * tick's (sonde_sources_tick), or the charged thread's own for a source
+ * that reads per thread (sonde_sources_thread), weighted by the time
+ * charged.
  * The sampler is also the table's CPU source (sonde_source_cpu, below). The
  * bookkeeping is the sampling core's (src/sample/): the code filter's
  * cache, the thread registry, the stack walk and its depth limit, the
@@ -81,11 +83,22 @@ static void sampler_charge_to(sonde_sampler_t *s, sonde_accum_t *to, uint64_t ke
 {
     sonde_line_acc_t *acc = sonde_accum_charge_answer(to, key, run_ns, answer, in_call, system_ns);
     if (!acc) return;
-    /* the sources' readings of this tick (sources.c), by the time charged */
+    /* the sources' readings for this thread in this tick (sampler_readings),
+     * by the time charged */
     double sec = (double)(run_ns + system_ns) / 1e9;
     for (unsigned f = 0; f < SONDE_N_FIGSRCS; f++)
-        if (s->tick_has[f])
-            sonde_figs_charge(&acc->figs, f, s->tick_reading + sonde_fig_sources[f].first, sec);
+        if (s->charge_has[f])
+            sonde_figs_charge(&acc->figs, f, s->charge_reading + sonde_fig_sources[f].first, sec);
+}
+
+/* The readings a thread's charges carry this tick: the tick's, with the
+ * thread's own for the sources that read per thread. Called once per
+ * thread charged, before its charges. */
+static void sampler_readings(sonde_sampler_t *s, const sonde_source_thread_t *thread)
+{
+    memcpy(s->charge_has, s->tick_has, sizeof s->charge_has);
+    memcpy(s->charge_reading, s->tick_reading, sizeof s->charge_reading);
+    if (s->sources) sonde_sources_thread(s->sources, thread, s->charge_has, s->charge_reading);
 }
 
 /* Charges a tick's time to the process's lines and, while a span is
@@ -421,7 +434,10 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && !s->record_stacks) {
         if (t->last_wait == SONDE_WAIT_THREAD) return;
         if (t->last_wait == SONDE_WAIT_SYSTEM) {
-            if (!s->virtual_time) sampler_charge(s, t->last_key, 0, 0, false, blocked_ns);
+            if (s->virtual_time) return;
+            sonde_source_thread_t th = {t->key, cpu_ns, 0, 0, blocked_ns};
+            sampler_readings(s, &th);
+            sampler_charge(s, t->last_key, 0, 0, false, blocked_ns);
             return;
         }
     }
@@ -438,6 +454,15 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
         blocked_ns = 0;
     }
     if (cpu_delta == 0 && runq_delta == 0 && !is_new && t->last_wait == SONDE_WAIT_THREAD) return;
+    /* Wall-clock mode charges the time the thread was ready to run but
+     * preempted like the time it ran: both are the line's wall time. */
+    sonde_ns_t run_ns = cpu_delta + (s->virtual_time ? 0 : runq_delta);
+    sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
+    /* The sources' readings for the thread as its CPU clock was read (not
+     * after the native rule's watch, up to 1.5 ms later, whose time is the
+     * next tick's) */
+    sonde_source_thread_t th = {t->key, cpu_ns, cpu_delta, run_ns, system_ns};
+    sampler_readings(s, &th);
     int answer = 0;
     static sonde_aframe_t frames[2][SONDE_STACK_MAX_DEPTH]; /* the sampler thread's alone */
     sonde_walk_t walk = {.frames = s->record_stacks ? frames[0] : NULL,
@@ -453,11 +478,6 @@ static void sampler_tick_thread(sonde_sampler_t *s, const sonde_pythread_t *pt, 
     t->last_in_call = in_call;
     t->last_valid = rc == 0;
     if (rc < 0) return; /* counted in failed_reads; nothing charged */
-
-    /* Wall-clock mode charges the time the thread was ready to run but
-     * preempted like the time it ran: both are the line's wall time. */
-    sonde_ns_t run_ns = cpu_delta + (s->virtual_time ? 0 : runq_delta);
-    sonde_ns_t system_ns = (!s->virtual_time && wait == SONDE_WAIT_SYSTEM) ? blocked_ns : 0;
     if (run_ns + system_ns == 0) return;
     sonde_ns_t prev_ns = had_previous ? sampler_late_share(s, wall_ns, run_ns) : 0;
     if (prev_ns) sampler_charge_previous(s, &previous, prev_ns);

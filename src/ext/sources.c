@@ -7,7 +7,7 @@
  * allocated on first use and kept for the process's life: an allocator
  * hook or a signal that comes late never sees freed memory; a new session
  * zeroes them. Called with the GIL by session.c, and by the sampler
- * thread (launch, tick: bounded, lock-free, no allocation).
+ * thread (launch, tick, thread: bounded, lock-free, no allocation).
  */
 #include "ext.h"
 
@@ -21,11 +21,13 @@ extern const sonde_source_ops_t sonde_source_gpu;    /* gpu.c */
 extern const sonde_source_ops_t sonde_source_cpu;    /* sampler.c */
 extern const sonde_source_ops_t sonde_source_memory; /* memory.c */
 
-static const sonde_source_ops_t *const sources_table[SONDE_N_SOURCES] = {
+static const sonde_source_ops_t *const sources_table[] = {
     &sonde_source_gpu,
     &sonde_source_cpu,
     &sonde_source_memory,
 };
+#define SONDE_N_SOURCES SONDE_ARRAY_LEN(sources_table)
+_Static_assert(SONDE_ARRAY_LEN(sources_table) <= SONDE_MAX_SOURCES, "raise SONDE_MAX_SOURCES");
 
 int sonde_sources_start_gil(sonde_sources_t *set, sonde_sampler_t *sampler,
                             const sonde_run_opts_t *opts, const sonde_filter_t *filter)
@@ -81,6 +83,18 @@ void sonde_sources_tick(const sonde_sources_t *set, bool has[SONDE_N_FIGSRCS],
         if (!set->started[i] || !ops->tick || ops->figs < 0 || ops->figs >= SONDE_N_FIGSRCS)
             continue;
         has[ops->figs] = ops->tick(set->state[i], reading + sonde_fig_sources[ops->figs].first);
+    }
+}
+
+void sonde_sources_thread(const sonde_sources_t *set, const sonde_source_thread_t *thread,
+                          bool has[SONDE_N_FIGSRCS], double reading[SONDE_N_FIGS])
+{
+    for (size_t i = 0; i < SONDE_N_SOURCES; i++) {
+        const sonde_source_ops_t *ops = sources_table[i];
+        if (!set->started[i] || !ops->thread || ops->figs < 0 || ops->figs >= SONDE_N_FIGSRCS)
+            continue;
+        has[ops->figs] =
+            ops->thread(set->state[i], thread, reading + sonde_fig_sources[ops->figs].first);
     }
 }
 

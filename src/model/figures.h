@@ -75,8 +75,9 @@ typedef struct sonde_fig_run {
 /* One source's figures. */
 typedef struct sonde_fig_source {
     const char *name;       /* JSON's top-level flag ("gpu"), the viewer's class */
-    const char *detail_key; /* JSON field of detail ("gpu_device") */
-    const char *own_key;    /* JSON field of own ("gpu_per_process") */
+    const char *detail_key; /* JSON field of detail ("gpu_device"); NULL: none */
+    const char *own_key;    /* JSON field of own ("gpu_per_process"); NULL: none
+                               (the figures are always the process tree's own) */
     unsigned first, n;      /* its slots: v[first .. first + n) */
     const sonde_fig_rule_t *rules;
     const sonde_fig_column_t *columns;

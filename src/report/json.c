@@ -214,7 +214,8 @@ static void json_memory_run(sonde_buf_t *out, const sonde_profile_t *prof)
 /* ---- the sources' figures (src/model/figures.h) --------------------------- */
 
 /* The run's fields of each source that ran, each followed by ",\n": its
- * flag, what it read, whether the figures are this process tree's own,
+ * flag, what it read and whether the figures are this process tree's own
+ * (for a source that has those fields),
  * and its columns over every line (Scalene's names, from the source's
  * descriptor); then "figures", the list of the sources' columns
  * with their titles and units, which the viewer draws without knowing
@@ -234,11 +235,15 @@ static void json_fig_runs(sonde_buf_t *out, const sonde_profile_t *prof)
         any = true;
         json_key(out, in, src->name);
         sonde_buf_puts(out, "true,\n");
-        json_key(out, in, src->detail_key);
-        json_string_or_null(out, run->detail);
-        sonde_buf_puts(out, ",\n");
-        json_key(out, in, src->own_key);
-        sonde_buf_puts(out, run->own ? "true,\n" : "false,\n");
+        if (src->detail_key) {
+            json_key(out, in, src->detail_key);
+            json_string_or_null(out, run->detail);
+            sonde_buf_puts(out, ",\n");
+        }
+        if (src->own_key) {
+            json_key(out, in, src->own_key);
+            sonde_buf_puts(out, run->own ? "true,\n" : "false,\n");
+        }
         for (size_t c = 0; c < src->n_columns; c++) {
             if (!src->columns[c].json_total_name) continue;
             json_key(out, in, src->columns[c].json_total_name);

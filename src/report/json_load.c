@@ -612,10 +612,10 @@ static bool load_run(load_t *ld, const cJSON *root)
     for (unsigned s = 0; s < SONDE_N_FIGSRCS; s++) {
         const sonde_fig_source_t *src = &sonde_fig_sources[s];
         if (!load_bool(ld, root, src->name)) continue;
-        const char *detail = load_string(ld, root, src->detail_key);
+        const char *detail = src->detail_key ? load_string(ld, root, src->detail_key) : NULL;
+        bool own = src->own_key ? load_bool(ld, root, src->own_key) : true;
         if (ld->failed) break;
-        if (sonde_fig_run_set(&prof->fig_runs[s], detail, load_bool(ld, root, src->own_key)) < 0)
-            return load_oom(ld);
+        if (sonde_fig_run_set(&prof->fig_runs[s], detail, own) < 0) return load_oom(ld);
     }
     return !ld->failed;
 }
