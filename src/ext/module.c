@@ -166,16 +166,17 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
                              "format",
                              "options",
                              "other_threads",
+                             "gc",
                              NULL};
     PyObject *interval = NULL, *threshold = NULL, *malloc_threshold = NULL;
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None, *gpu = Py_None;
     PyObject *format = Py_None, *options = Py_None;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
-    int verbose = 0, other_threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOp:start", kwlist, &interval,
+    int verbose = 0, other_threads = 1, gc = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOpp:start", kwlist, &interval,
                                      &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
                                      &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
-                                     &gpu, &verbose, &format, &options, &other_threads))
+                                     &gpu, &verbose, &format, &options, &other_threads, &gc))
         return NULL;
     if ((interval && !module_is_number(interval, true, "interval")) ||
         (threshold && !module_is_number(threshold, true, "cpu_percent_threshold")) ||
@@ -203,7 +204,8 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
         (stacks && module_word_text(&w, "--stacks") < 0) ||
         (memory && module_word_text(&w, "--memory") < 0) ||
         (malloc_threshold && module_word_valued(&w, "--malloc-threshold", malloc_threshold) < 0) ||
-        (verbose && module_word_text(&w, "--verbose") < 0))
+        (verbose && module_word_text(&w, "--verbose") < 0) ||
+        (gc && module_word_text(&w, "--gc") < 0))
         goto done;
     if (gpu != Py_None) {
         int on = PyObject_IsTrue(gpu);
@@ -514,7 +516,7 @@ static PyMethodDef module_methods[] = {
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
      "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
      "      memory=False, malloc_threshold=524288, gpu=None, verbose=False,\n"
-     "      format=None, options=None, other_threads=True)\n\n"
+     "      format=None, options=None, other_threads=True, gc=False)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing.\n"
      "The keywords are `sonde run`'s options, checked by the same code:\n"
      "format is one of text, json, html, svg, folded, speedscope (the last\n"
@@ -523,9 +525,11 @@ static PyMethodDef module_methods[] = {
      "loads (it raises RuntimeError otherwise). gpu=None reports GPU\n"
      "utilisation and memory per line when an NVIDIA GPU is present, True\n"
      "asks for them (saying on stderr why there are none), False turns them\n"
-     "off; verbose=True says on stderr what is profiled. options takes the\n"
-     "same options as words of a command line, after the keywords':\n"
-     "options=[\"--profile-all\", \"--interval\", \"0.005\"]. other_threads=False\n"
+     "off; gc=True adds each line's share of its time spent in the garbage\n"
+     "collections it started; verbose=True says on stderr what is profiled.\n"
+     "options takes the same options as words of a command line, after the\n"
+     "keywords': options=[\"--profile-all\", \"--interval\", \"0.005\"].\n"
+     "other_threads=False\n"
      "leaves out the threads already running, but the caller (those a Jupyter\n"
      "kernel runs for itself); threads started later are profiled."},
     {"_option_words", module_option_words, METH_O,

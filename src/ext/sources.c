@@ -16,15 +16,18 @@
 
 /* The rows, each defined in its source's file, in the order they start:
  * a device reader is prepared before the sampler thread, which launches it
- * after its first tick; the memory profiler starts once the sampler runs. */
+ * after its first tick; the memory profiler starts once the sampler runs;
+ * the garbage collection's watch, read per thread, needs neither. */
 extern const sonde_source_ops_t sonde_source_gpu;    /* gpu.c */
 extern const sonde_source_ops_t sonde_source_cpu;    /* sampler.c */
 extern const sonde_source_ops_t sonde_source_memory; /* memory.c */
+extern const sonde_source_ops_t sonde_source_gc;     /* gc.c */
 
 static const sonde_source_ops_t *const sources_table[] = {
     &sonde_source_gpu,
     &sonde_source_cpu,
     &sonde_source_memory,
+    &sonde_source_gc,
 };
 #define SONDE_N_SOURCES SONDE_ARRAY_LEN(sources_table)
 _Static_assert(SONDE_ARRAY_LEN(sources_table) <= SONDE_MAX_SOURCES, "raise SONDE_MAX_SOURCES");

@@ -163,6 +163,7 @@ enum {
     RUN_MALLOC,
     RUN_GPU,
     RUN_NO_GPU,
+    RUN_GC,
     RUN_SUBPROCESSES,
     RUN_NO_SUBPROCESSES,
     RUN_CHILD_WAIT,
@@ -208,6 +209,9 @@ static int opts_apply(void *target, const sonde_opt_t *opt, const char *word, co
     case RUN_GPU:
     case RUN_NO_GPU:
         opts->gpu = opt->id == RUN_GPU;
+        break;
+    case RUN_GC:
+        opts->gc = true;
         break;
     case RUN_SUBPROCESSES:
     case RUN_NO_SUBPROCESSES:
@@ -275,6 +279,10 @@ static const sonde_opt_t run_table[] = {
      "GPU and its driver are present)",
      NULL},
     {"--no-gpu", NULL, 0, SONDE_OPT_FLAG, RUN_NO_GPU, 0, NULL, NULL, NULL, NULL},
+    {"--gc", NULL, 0, SONDE_OPT_FLAG, RUN_GC, 0, NULL, NULL,
+     "also time Python's garbage collection: per line, the share of its time spent in the "
+     "collections it started (its allocations, or its gc.collect())",
+     NULL},
     {"--subprocesses", NULL, 0, SONDE_OPT_FLAG, RUN_SUBPROCESSES, 0, NULL, NULL,
      "profile the Python processes the program starts (fork, multiprocessing, subprocess of "
      "this interpreter) and merge them into one report (default), or only the program",
@@ -436,6 +444,7 @@ void sonde_run_opts_encode(const sonde_run_opts_t *opts, sonde_buf_t *out)
     enc_number(out, "memory", "%d", opts->memory);
     enc_number(out, "malloc_threshold", "%llu", (unsigned long long)opts->malloc_threshold);
     enc_number(out, "gpu", "%d", opts->gpu);
+    enc_number(out, "gc", "%d", opts->gc);
     enc_number(out, "verbose", "%d", opts->verbose);
     enc_number(out, "subprocesses", "%d", !opts->no_subprocesses);
     enc_number(out, "child_wait", "%.17g", opts->child_wait_sec);
@@ -485,6 +494,7 @@ static int dec_field(sonde_run_opts_t *opts, const char *key, const char *value)
         opts->gpu = (int8_t)atoi(value);
         return 0;
     }
+    if (strcmp(key, "gc") == 0) return dec_flag(value, &opts->gc);
     if (strcmp(key, "verbose") == 0) return dec_flag(value, &opts->verbose);
     if (strcmp(key, "subprocesses") == 0) {
         bool follow = true;

@@ -52,6 +52,7 @@ typedef struct sonde_run_opts {
                                      bytes allocated between memory samples */
     int8_t gpu;                   /* --gpu 1, --no-gpu 0; -1 (default): GPU
                                      figures when a GPU is present */
+    bool gc;                      /* --gc: time in garbage collection per line */
     bool verbose;                 /* -v/--verbose: diagnostics on stderr at start */
     bool prior_threads_out;       /* sonde.start(other_threads=False) only (no
                                      option word): leave out the threads already
@@ -118,7 +119,7 @@ extern const sonde_opt_family_t sonde_run_file_options;
  * the options as a sequence of netstrings ("<length>:<bytes>,"), key then
  * value, in this order: interval, virtual_time, profile_all, profile_only
  * (once per pattern), profile_exclude (once per pattern),
- * cpu_percent_threshold, all_lines, stacks, memory, malloc_threshold, gpu,
+ * cpu_percent_threshold, all_lines, stacks, memory, malloc_threshold, gpu, gc,
  * verbose, format, outfile (only when set). Numbers in C's "%.17g" / "%llu"
  * / "%d", flags "0" or "1". Any byte but NUL may appear in a value.
  * Appends to out (check sonde_buf_error). */

@@ -1,8 +1,9 @@
 /* figures.c — the registry of per-line figures from sampling sources.
  *
- * Owns: sonde_fig_sources (one descriptor per source with figures: its
- * slots, their rules, its columns, how a saved report's columns load back
- * and the terminal's line about it) and the rules' arithmetic
+ * Owns: sonde_fig_sources (one descriptor per source with figures, the
+ * GPU's and garbage collection's: its slots, their rules, its columns,
+ * how a saved report's columns load back and the terminal's line about
+ * it) and the rules' arithmetic
  * (figures.h). sonde_figs_charge runs on the sampler thread for every
  * sample charged: bounded, no allocation, no lock. The rest is ordinary
  * code of the model, the merge and the writers.
@@ -77,6 +78,54 @@ static void figures_gpu_header(sonde_buf_t *shown, sonde_buf_t *plain, const dou
                      run->own ? "this process and its children" : "whole device");
 }
 
+/* ---- garbage collection (src/ext/gc.c) --------------------------------------------
+ * Every charge adds its seconds, and its seconds weighted by the share of
+ * the charged thread's time that went to its collections (the reading): a
+ * line's collecting / sec is the share of its time spent collecting. */
+
+static const sonde_fig_rule_t figures_gc_rules[] = {
+    [SONDE_FIG_GC_SEC - SONDE_FIG_GC_SEC] = SONDE_FIG_SECONDS,
+    [SONDE_FIG_GC_COLLECTING - SONDE_FIG_GC_SEC] = SONDE_FIG_WEIGHTED,
+};
+
+#define FIGURES_GC(v, slot) ((v)[SONDE_FIG_GC_##slot - SONDE_FIG_GC_SEC])
+
+static double figures_gc_percent(const double *v)
+{
+    return FIGURES_GC(v, SEC) > 0 ? 100.0 * FIGURES_GC(v, COLLECTING) / FIGURES_GC(v, SEC) : 0;
+}
+
+/* A level, as the GPU's utilisation: the share of the line's own time
+ * (of the run's, for the run's figure); magenta. */
+static const sonde_fig_column_t figures_gc_columns[] = {
+    {"n_gc_percent", "gc_percent", "GC", "35", SONDE_FIG_UNIT_LEVEL_PERCENT, figures_gc_percent},
+};
+
+/* The share back to seconds by the entry's time (a nominal weight when it
+ * has none). */
+static void figures_gc_load(double *v, const double *values, double sec, uint64_t samples)
+{
+    (void)samples;
+    if (!(sec > 0)) {
+        if (!(values[0] > 0)) return;
+        sec = 1e-6;
+    }
+    FIGURES_GC(v, SEC) = sec;
+    FIGURES_GC(v, COLLECTING) = values[0] / 100.0 * sec;
+}
+
+static void figures_gc_header(sonde_buf_t *shown, sonde_buf_t *plain, const double *totals,
+                              const sonde_fig_run_t *run)
+{
+    (void)run;
+    sonde_buf_printf(shown, "GC: %.1f%% of the time in garbage collection",
+                     figures_gc_percent(totals));
+    sonde_buf_printf(plain,
+                     " (%.3f s; per line: the share of its time spent in the collections "
+                     "it started)",
+                     FIGURES_GC(totals, COLLECTING));
+}
+
 /* ---- the registry --------------------------------------------------------------- */
 
 const sonde_fig_source_t sonde_fig_sources[SONDE_N_FIGSRCS] = {
@@ -84,10 +133,15 @@ const sonde_fig_source_t sonde_fig_sources[SONDE_N_FIGSRCS] = {
                           SONDE_FIG_GPU_PEAK - SONDE_FIG_GPU_SEC + 1, figures_gpu_rules,
                           figures_gpu_columns, SONDE_ARRAY_LEN(figures_gpu_columns),
                           figures_gpu_load, "31", figures_gpu_header},
+    [SONDE_FIGSRC_GC] = {"gc", NULL, NULL, SONDE_FIG_GC_SEC,
+                         SONDE_FIG_GC_COLLECTING - SONDE_FIG_GC_SEC + 1, figures_gc_rules,
+                         figures_gc_columns, SONDE_ARRAY_LEN(figures_gc_columns), figures_gc_load,
+                         "35", figures_gc_header},
 };
 
 /* Every slot belongs to exactly one source, in order. */
-_Static_assert(SONDE_FIG_GPU_PEAK + 1 == SONDE_N_FIGS, "a new slot: give it to its source");
+_Static_assert(SONDE_FIG_GPU_PEAK + 1 == SONDE_FIG_GC_SEC, "a new slot: give it to its source");
+_Static_assert(SONDE_FIG_GC_COLLECTING + 1 == SONDE_N_FIGS, "a new slot: give it to its source");
 
 /* The rule of slot i (sonde_fig_sources' slots cover 0 .. SONDE_N_FIGS). */
 static sonde_fig_rule_t figures_rule(unsigned i)

@@ -2,7 +2,8 @@
  * report shows them.
  *
  * Owns: the one registry of per-line figures that come from a sampling
- * source other than the CPU sampler's own times (today the GPU): their
+ * source other than the CPU sampler's own times (the GPU, garbage
+ * collection): their
  * slots in a line's sonde_figs_t, how a charge, a merge and a JSON load
  * fill them, the columns reports draw from them and the run-level fields
  * the source sets. A new source adds its slots and one descriptor here
@@ -27,11 +28,15 @@ enum {
     SONDE_FIG_GPU_UTIL,
     SONDE_FIG_GPU_MEM,
     SONDE_FIG_GPU_PEAK,
+    /* Garbage collection (src/ext/gc.c): seconds charged while the source
+     * ran, and of those, the seconds the charged thread spent collecting */
+    SONDE_FIG_GC_SEC,
+    SONDE_FIG_GC_COLLECTING,
     SONDE_N_FIGS
 };
 
 /* The sources that have figures, in one numbering. */
-enum { SONDE_FIGSRC_GPU, SONDE_N_FIGSRCS };
+enum { SONDE_FIGSRC_GPU, SONDE_FIGSRC_GC, SONDE_N_FIGSRCS };
 
 /* A line's (or function's) figures; all zero when no source charged it. */
 typedef struct sonde_figs {

@@ -5,7 +5,7 @@
  * whole milliseconds of a 1 s run, MB in quarters) is written, read back
  * and written again: the two documents are the same bytes. Every field the
  * writer writes is covered: run, exit, partial, processes, memory with
- * timelines and leaks, GPU, lines, functions, source, call stacks with
+ * timelines and leaks, GPU, garbage collection, lines, functions, source, call stacks with
  * threads. Bad documents are refused with -EINVAL, a one-line reason and
  * an empty profile.
  */
@@ -69,6 +69,16 @@ static void build(sonde_profile_t *prof)
                          [SONDE_FIG_GPU_PEAK] = 512,
                          [SONDE_FIG_GPU_SEC] = 0.25}}; /* 50 %, 100 MB over the line's 0.25 s */
     sonde_profile_add_figs(prof, "/src/app.py", "Model.run", 10, 12, &gpu);
+    /* garbage collection: every line's time charged, a quarter of
+     * Model.run's line spent collecting (the source writes no device or
+     * per-process field) */
+    sonde_fig_run_set(&prof->fig_runs[SONDE_FIGSRC_GC], NULL, true);
+    sonde_figs_t gc_main = {{[SONDE_FIG_GC_SEC] = 0.625}};
+    sonde_figs_t gc_run = {{[SONDE_FIG_GC_SEC] = 0.25, [SONDE_FIG_GC_COLLECTING] = 0.0625}};
+    sonde_figs_t gc_lib = {{[SONDE_FIG_GC_SEC] = 0.125}};
+    sonde_profile_add_figs(prof, "/src/app.py", "main", 1, 2, &gc_main);
+    sonde_profile_add_figs(prof, "/src/app.py", "Model.run", 10, 12, &gc_run);
+    sonde_profile_add_figs(prof, "/src/lib.py", NULL, 0, 5, &gc_lib);
     int main_thread = sonde_profile_thread(prof, "MainThread");
     int worker = sonde_profile_thread(prof, "worker-1");
     sonde_stack_frame_t frames[] = {{"<module>", "/src/app.py", 20},

@@ -51,7 +51,7 @@ static void test_defaults(void)
               same(o.prog_argv[1], "--json") && o.n_option_tokens == 0 && o.interval_sec == 0.01 &&
               o.cpu_percent_threshold == 1.0 &&
               o.malloc_threshold == SONDE_DEFAULT_MALLOC_THRESHOLD && o.gpu == -1 && !o.stacks &&
-              !o.memory && !o.outfile && o.format == sonde_format_default() &&
+              !o.memory && !o.gc && !o.outfile && o.format == sonde_format_default() &&
               same(o.format->name, "text"),
           "ropts_defaults_and_program_args", "rc %d err %s", rc, err);
     sonde_run_opts_free(&o);
@@ -61,18 +61,18 @@ static void test_every_option(void)
 {
     sonde_run_opts_t o = {0};
     char err[512];
-    int rc = parse(&o, true, err, sizeof err, 23, "--interval", "0.005", "--virtual-time",
+    int rc = parse(&o, true, err, sizeof err, 24, "--interval", "0.005", "--virtual-time",
                    "--profile-all", "--profile-only", "a,,b", "--profile-exclude", "c",
                    "--cpu-percent-threshold", "2.5", "--all-lines", "--stacks", "--memory",
-                   "--malloc-threshold", "2M", "--gpu", "-v", "--json", "-o", "out.dat", "--",
-                   "-script.py", "x");
+                   "--malloc-threshold", "2M", "--gpu", "--gc", "-v", "--json", "-o", "out.dat",
+                   "--", "-script.py", "x");
     check(rc == 0 && o.interval_sec == 0.005 && o.virtual_time && o.profile_all &&
               o.n_profile_only == 2 && same(o.profile_only[0], "a") &&
               same(o.profile_only[1], "b") && o.n_profile_exclude == 1 &&
               same(o.profile_exclude[0], "c") && o.cpu_percent_threshold == 2.5 && o.all_lines &&
-              o.stacks && o.memory && o.malloc_threshold == (2u << 20) && o.gpu == 1 && o.verbose &&
-              same(o.format->name, "json") && same(o.outfile, "out.dat") &&
-              same(o.script, "-script.py") && o.prog_argc == 2 && o.n_option_tokens == 21,
+              o.stacks && o.memory && o.malloc_threshold == (2u << 20) && o.gpu == 1 && o.gc &&
+              o.verbose && same(o.format->name, "json") && same(o.outfile, "out.dat") &&
+              same(o.script, "-script.py") && o.prog_argc == 2 && o.n_option_tokens == 22,
           "ropts_every_option", "rc %d err %s", rc, err);
     rc = parse(&o, true, err, sizeof err, 9, "--interval=0.2", "--cpu-percent-threshold=0",
                "--profile-only=x", "--profile-exclude=y,z", "--malloc-threshold=64k",
@@ -317,10 +317,10 @@ static void test_handover_round_trip(void)
     char err[512];
     const char *odd_path = "/tmp/a,b:c;d\x1f"
                            "e\n12:x,.speedscope.json";
-    int rc = parse(&o, true, err, sizeof err, 18, "--interval", "0.0123", "--virtual-time",
+    int rc = parse(&o, true, err, sizeof err, 19, "--interval", "0.0123", "--virtual-time",
                    "--profile-only", "x:1,y;2", "--profile-exclude", "z", "--all-lines",
                    "--cpu-percent-threshold", "0.25", "--memory", "--malloc-threshold", "3M",
-                   "--no-gpu", "-v", "-o", odd_path, "app.py");
+                   "--no-gpu", "--gc", "-v", "-o", odd_path, "app.py");
     sonde_buf_t enc = SONDE_BUF_INIT;
     sonde_run_opts_encode(&o, &enc);
     int drc = rc == 0 ? sonde_run_opts_decode(&back, enc.data, err, sizeof err) : -1;
@@ -329,9 +329,9 @@ static void test_handover_round_trip(void)
               same(back.profile_only[1], "y;2") && back.n_profile_exclude == 1 &&
               same(back.profile_exclude[0], "z") && back.all_lines &&
               back.cpu_percent_threshold == 0.25 && back.memory &&
-              back.malloc_threshold == (3u << 20) && back.gpu == 0 && back.verbose && back.stacks &&
-              back.format == sonde_format_named("speedscope") && same(back.outfile, odd_path) &&
-              back.outfile != odd_path,
+              back.malloc_threshold == (3u << 20) && back.gpu == 0 && back.gc && back.verbose &&
+              back.stacks && back.format == sonde_format_named("speedscope") &&
+              same(back.outfile, odd_path) && back.outfile != odd_path,
           "ropts_handover_round_trip", "rc %d drc %d err %s enc %s", rc, drc, err,
           enc.data ? enc.data : "");
     sonde_run_opts_free(&back);
@@ -341,7 +341,7 @@ static void test_handover_round_trip(void)
     sonde_run_opts_encode(&o, &enc);
     drc = sonde_run_opts_decode(&back, enc.data, err, sizeof err);
     check(drc == 0 && !back.outfile && back.format == sonde_format_default() && back.gpu == -1 &&
-              back.interval_sec == 0.01 && !back.stacks,
+              !back.gc && back.interval_sec == 0.01 && !back.stacks,
           "ropts_handover_defaults", "drc %d err %s", drc, err);
     sonde_run_opts_free(&back);
     /* A 100,000-byte output path survives. */
@@ -375,6 +375,7 @@ static void test_handover_malformed(void)
         "6:format,3:png,",         /* unknown format */
         "3:gpu,1:2,",              /* not -1, 0, 1 */
         "6:stacks,3:yes,",         /* not a flag */
+        "2:gc,2:on,",              /* not a flag */
         "12:profile_only,3:a,b,",  /* one pattern per field */
         "7:outfile,0:,",           /* empty file name */
         "x:",                      /* not a netstring */
