@@ -5,8 +5,9 @@
  * least 1 % of the time, plus one line of context either side — or every
  * line), sorting by any column, the collapsible file sections, and the
  * leak highlighting. Memory, copy and GPU columns appear only when the
- * profile has those figures. Source text, paths and function names are
- * inserted as text nodes only. Called by sonde.js.
+ * profile has those figures, and a column for each other source's figure
+ * its "figures" list names (garbage collection). Source text, paths and
+ * function names are inserted as text nodes only. Called by sonde.js.
  */
 (function () {
   'use strict';
@@ -41,6 +42,7 @@
       gpu: V.num(entry.n_gpu_percent),
       gpuAvg: V.num(entry.n_gpu_avg_memory_mb),
       gpuPeak: V.num(entry.n_gpu_peak_memory_mb),
+      raw: entry, /* the sources' columns (model.figCols) read their fields here */
       leak: leak || null,
     };
   }
@@ -128,8 +130,33 @@
     model.totalMallocMB = totalMalloc;
     model.maxCopy = maxCopy;
     model.maxGpuMem = maxGpuMem;
+    model.figCols = figureColumns(data, files);
     return model;
   };
+
+  /* The columns of the sources the JSON's "figures" list names (sonde's
+   * writer: src/report/json.c), but the GPU's, drawn above from Scalene's
+   * fields: each with a title (the terminal's), for lines and, where they
+   * have it, functions. */
+  function figureColumns(data, files) {
+    const cols = [];
+    for (const f of V.list(data.figures)) {
+      if (!V.isObject(f) || f.source === 'gpu' || typeof f.key !== 'string' || typeof f.title !== 'string') continue;
+      if (['level_percent', 'mb', 'count'].indexOf(f.unit) < 0) continue;
+      let max = 0;
+      for (const file of files)
+        for (const l of file.lines.concat(file.functions)) max = Math.max(max, V.num(l.raw[f.key]));
+      cols.push({ key: f.key, title: f.title, source: V.str(f.source), unit: f.unit, max: f.unit === 'level_percent' ? 100 : max,
+        funcs: anyField(files, [f.key], 'rawFuncs') });
+    }
+    return cols;
+  }
+
+  function figureText(col, v) {
+    if (col.unit === 'level_percent') return V.fmtPercent(v);
+    if (col.unit === 'mb') return V.fmtMB(v);
+    return v > 0 ? V.fmtCount(v) : '';
+  }
 
   /* Whether a line or function is significant, as the terminal report
    * decides: its share of the time, or (memory profiles) its share of all
@@ -234,6 +261,13 @@
         return V.valueBar('gpumem', f.gpuPeak, model.maxGpuMem, V.fmtMB(f.gpuPeak), ['GPU memory', ['average', V.fmtMB(f.gpuAvg) || '0 MB'], ['peak', V.fmtMB(f.gpuPeak) || '0 MB']]);
       } });
     }
+    for (const fc of model.figCols) {
+      if (!isLine && !fc.funcs) continue;
+      cols.push({ key: 'fig-' + fc.key, title: fc.title, cls: 'figure', value: function (f) { return V.num(f.raw[fc.key]); }, cell: function (f) {
+        const v = V.num(f.raw[fc.key]);
+        return V.valueBar('figure', v, fc.max, figureText(fc, v), [fc.title, [fc.key, fc.unit === 'level_percent' ? v.toFixed(1) + '%' : figureText(fc, v) || '0']]);
+      } });
+    }
     if (kind === 'line') {
       cols.push({ key: 'source', title: 'Source', cls: 'source', text: true, value: function (f) { return f.text; } });
     }
@@ -321,7 +355,7 @@
       if (prev < V.lastLine(file)) body.appendChild(markerRow(cols, 'row-gap', '\u22ef'));
     } else {
       const col = cols.find(function (c) { return c.key === state.key; }) || cols[0];
-      const zero = { lineno: 0, text: '', python: 0, native: 0, system: 0, total: 0, avg: 0, peak: 0, usage: 0, copy: 0, gpu: 0, gpuPeak: 0 };
+      const zero = { lineno: 0, text: '', python: 0, native: 0, system: 0, total: 0, avg: 0, peak: 0, usage: 0, copy: 0, gpu: 0, gpuPeak: 0, raw: {} };
       for (const row of rows) {
         row.sortFig = row.figuresShown ? row.stats : Object.assign({}, zero, { lineno: row.lineno, text: lineText(file, row) });
       }

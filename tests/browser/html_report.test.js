@@ -323,10 +323,11 @@ async function caseMemory(chromium, c, data) {
   const page = p.page;
   const file = e.file;
   const titles = await headerTitles(page, file, 'lines');
-  check(JSON.stringify(titles) === JSON.stringify(['lineno', 'time', 'python', 'native', 'system', 'avg', 'peak', 'timeline', 'copy', 'gpu', 'gpumem', 'source']),
-    'memory: memory, copy and GPU columns shown', titles.join(','));
+  check(JSON.stringify(titles) === JSON.stringify(['lineno', 'time', 'python', 'native', 'system', 'avg', 'peak', 'timeline', 'copy', 'gpu', 'gpumem', 'fig-n_gc_percent', 'source']),
+    'memory: memory, copy, GPU and the figures list\'s GC columns shown', titles.join(','));
   const ftitles = await headerTitles(page, file, 'funcs');
-  check(ftitles.indexOf('avg') >= 0 && ftitles.indexOf('gpu') >= 0, 'memory: function table has memory and GPU columns', ftitles.join(','));
+  check(ftitles.indexOf('avg') >= 0 && ftitles.indexOf('gpu') >= 0 && ftitles.indexOf('fig-n_gc_percent') >= 0,
+    'memory: function table has memory, GPU and GC columns', ftitles.join(','));
   const rows = await tableRows(page, file, 'lines');
   const byNo = new Map(rows.map(function (r) { return [r.lineno, r]; }));
   const bad = [];
@@ -335,7 +336,7 @@ async function caseMemory(chromium, c, data) {
     if (!r) { bad.push('line ' + lineno + ' not shown'); continue; }
     for (const [col, want] of Object.entries(cells)) if (r.cells[col] !== want) bad.push(lineno + ' ' + col + ': ' + JSON.stringify(r.cells[col]) + ' want ' + JSON.stringify(want));
   }
-  check(bad.length === 0, 'memory: avg, peak, copy and GPU cells equal the JSON', bad.join('; '));
+  check(bad.length === 0, 'memory: avg, peak, copy, GPU and GC cells equal the JSON', bad.join('; '));
   check(byNo.has(String(e.memory_only_line)), 'memory: a line hot by allocation alone is shown', e.memory_only_line);
 
   const points = await page.$eval('section.file tr[data-lineno="' + e.spark_line + '"] svg.spark polyline', function (pl) { return pl.getAttribute('points').trim().split(/\s+/).length; });

@@ -240,9 +240,9 @@ def _memory_profile(src_path):
         return entry
     zero_mem = dict(n_malloc_mb=0, n_mallocs=0, n_avg_mb=0, n_peak_mb=0, n_python_fraction=0,
                     n_usage_fraction=0, n_copy_mb_s=0, memory_samples=[], n_gpu_percent=0,
-                    n_gpu_avg_memory_mb=0, n_gpu_peak_memory_mb=0)
+                    n_gpu_avg_memory_mb=0, n_gpu_peak_memory_mb=0, n_gc_percent=0)
     lines = [
-        line(4, 30, 10, 0, **dict(zero_mem, n_malloc_mb=76.3, n_mallocs=12, n_avg_mb=40.5,
+        line(4, 30, 10, 0, **dict(zero_mem, n_gc_percent=75, n_malloc_mb=76.3, n_mallocs=12, n_avg_mb=40.5,
                                   n_peak_mb=76.3, n_python_fraction=0.8, n_usage_fraction=0.25,
                                   memory_samples=[[0.1, 10], [0.2, 40], [0.3, 76.3], [0.4, 20.5]])),
         line(5, 0.2, 0.3, 0, **dict(zero_mem, n_malloc_mb=95.4, n_mallocs=9, n_avg_mb=95.4,
@@ -253,7 +253,7 @@ def _memory_profile(src_path):
                                 memory_samples=[[0.6, 10], [0.7, 60], [0.8, 100]])),
         line(15, 5, 44.5, 5, **dict(zero_mem, n_malloc_mb=7.6, n_mallocs=1, n_avg_mb=7.6,
                                     n_peak_mb=7.6, n_python_fraction=0, n_usage_fraction=0.02,
-                                    n_copy_mb_s=3.25, n_gpu_percent=45.2, n_gpu_avg_memory_mb=800,
+                                    n_copy_mb_s=3.25, n_gc_percent=10, n_gpu_percent=45.2, n_gpu_avg_memory_mb=800,
                                     n_gpu_peak_memory_mb=1536)),
     ]
     funcs = [dict(l, line=n, lineno=no) for l, n, no in ((lines[0], "load", 3), (lines[2], "leak", 8))]
@@ -265,6 +265,9 @@ def _memory_profile(src_path):
         "samples": [[0.0, 1.0], [0.3, 80.5], [0.6, 200.25], [0.9, 279.3], [1.2, 150.0]],
         "growth_rate": 14900, "gpu": True, "gpu_device": "NVIDIA H100 80GB HBM3", "gpu_per_process": True,
         "gpu_percent": 38.5, "gpu_avg_memory_mb": 640, "gpu_peak_memory_mb": 1536,
+        "gc": True, "gc_percent": 30.1,
+        "figures": [{"source": "gpu", "key": "n_gpu_percent", "title": "GPU util", "unit": "level_percent"},
+                    {"source": "gc", "key": "n_gc_percent", "title": "GC", "unit": "level_percent"}],
         "files": {src_path: {"percent_cpu_time": 100, "lines": lines, "functions": funcs,
                              "leaks": {"9": {"likelihood": 0.95, "velocity_mb_s": 1.5}},
                              "source": src}},
@@ -272,7 +275,8 @@ def _memory_profile(src_path):
 
 
 def test_memory_gpu_leaks(env):
-    """Memory, copy and GPU columns, sparklines, the footprint chart, leaks."""
+    """Memory, copy, GPU and garbage-collection columns (the last from the
+    "figures" list), sparklines, the footprint chart, leaks."""
     src_path = os.path.join(env.tmp, "mem.py")
     doc = _memory_profile(src_path)
     json_path = _write_json(env, "mem.json", doc)
@@ -281,10 +285,11 @@ def test_memory_gpu_leaks(env):
         "file": src_path,
         "cells": {
             "4": {"avg": "40.5 MB", "peak": "76.3 MB", "copy": "", "gpu": "", "gpumem": "",
-                  "timeline": "25%", "python": "30.0%", "native": "10.0%"},
-            "5": {"avg": "95.4 MB", "peak": "95.4 MB", "copy": "13 MB/s", "python": "0.2%", "native": "0.3%"},
+                  "timeline": "25%", "python": "30.0%", "native": "10.0%", "fig-n_gc_percent": "75.0%"},
+            "5": {"avg": "95.4 MB", "peak": "95.4 MB", "copy": "13 MB/s", "python": "0.2%", "native": "0.3%",
+                  "fig-n_gc_percent": ""},
             "15": {"avg": "7.6 MB", "copy": "3.3 MB/s", "gpu": "45.2%", "gpumem": "1.50 GB",
-                   "native": "44.5%", "system": "5.0%"},
+                   "native": "44.5%", "system": "5.0%", "fig-n_gc_percent": "10.0%"},
         },
         "memory_only_line": 5,
         "spark_line": 4, "spark_points": 4, "spark_highest": "76.3 MB",
