@@ -64,9 +64,9 @@ here pyenv's 3.11.7 is left out with one SKIP line, and .ci/run's
 sanitizer step runs its whole suite).
 
 The chroot's interpreters run in a thread beside the host's (--serial: after
-them), their lines interleaved whole. Tests that measure CPU time against a
-truth declare `ALONE = "why"` (a module) or `test_x.alone = "why"` and take
-turns through one lock (ALONE_LOCK, under /tmp, which the chroot shares):
+them), their lines interleaved whole. Tests that measure figures against a
+truth (every module that uses tests/accuracy.py; or `ALONE = "why"` in a
+module, `test_x.alone = "why"`) take turns through one lock (ALONE_LOCK, under /tmp, which the chroot shares):
 two accuracy tests never run at once, while the other stream's ordinary
 tests load the machine beside them, as the accuracy tests are built to bear.
 
@@ -183,14 +183,23 @@ def say(line):
         sys.stdout.flush()
 
 
-# Tests that measure CPU time against a truth (ALONE = "why" in a module,
-# test_x.alone = "why" on a function) take this lock while they run, so
+# Tests that measure figures against a truth (every module that uses
+# tests/accuracy.py, and ALONE = "why" in a module or test_x.alone = "why"
+# on a function) take this lock while they run, so
 # that two of them never share the machine: the other stream's ordinary
 # tests go on beside them, a load the accuracy tests are built to bear
 # (tests/accuracy.py), not a second accuracy test with its busy threads.
 # /tmp: the chroot binds the host's, so the lock is one for both (and for
 # another tree's run on the same machine).
 ALONE_LOCK = "/tmp/sonde-tests-alone.lock"
+
+
+def uses_accuracy(mod):
+    """Whether a test module checks figures through tests/accuracy.py (the
+    module or any of its functions imported): such a module's tests take
+    ALONE_LOCK too, declared or not."""
+    return any(getattr(v, "__name__", None) == "accuracy"
+               or getattr(v, "__module__", None) == "accuracy" for v in vars(mod).values())
 
 
 @contextlib.contextmanager
@@ -515,7 +524,8 @@ def main():
                 if args.sanitize and why:
                     results.record(label, None, "not under sanitizers: " + why, skipped=True)
                     continue
-                why_alone = getattr(func, "alone", None) or getattr(mod, "ALONE", None)
+                why_alone = (getattr(func, "alone", None) or getattr(mod, "ALONE", None)
+                             or uses_accuracy(mod))
                 try:
                     with alone(bool(why_alone)):
                         ok, detail, secs = run_test(func, env)
