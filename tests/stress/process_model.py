@@ -552,8 +552,14 @@ def pm_stop_cont(env):
     /proc) and its output after SIGCONT is python's."""
     def observe(mode):
         cwd, prof = _prepare(env, mode, STOPPED)
+        # a process group of its own, whose parent (this runner) is in
+        # another group of the same session: not orphaned, so that SIGTSTP
+        # stops it (the kernel drops SIGTSTP to an orphaned group: run from a
+        # shell's background job that had ended, python itself never
+        # stopped and ran to its end, state Z)
         p = subprocess.Popen(_command(env, mode, prof), cwd=cwd, env=env.base_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: os.setpgid(0, 0))
         states = []
         try:
             line = p.stdout.readline().decode()
