@@ -340,8 +340,12 @@ static void walk(sonde_pyproc_t *proc, uint64_t tstate, struct walked *out)
 /* ---- the Python/native rule (src/sample/native.c) over thread 0 ------------- */
 
 /* What the watched thread does while the rule looks at it. Its CPU clock
- * runs with the wall clock in every case: in native code, in bytecode,
- * and on a virtual CPU the host has stopped (the guest still counts it). */
+ * runs with the wall clock in native code and on a virtual CPU the host
+ * has stopped (the guest still counts it). In bytecode it moves after
+ * FAKE_BYTECODE_STEP_NS of CPU time at each look, whatever the wall clock
+ * did meanwhile: a watcher preempted between two looks (a loaded machine
+ * under the sanitizers) must not make a thread that moved at once look
+ * as if it had run 40 us on one instruction first. */
 enum fake_mode {
     FAKE_NATIVE,   /* stays on its instruction: in C code */
     FAKE_BYTECODE, /* moves between looks */
@@ -355,8 +359,11 @@ struct fake_thread {
     int unit, other_unit; /* where it stands, where it moves to */
     enum fake_mode mode;
     int resumes;
-    int resume_rc; /* what resume returns */
+    int resume_rc;           /* what resume returns */
+    sonde_ns_t bytecode_cpu; /* FAKE_BYTECODE's own clock */
 };
+
+enum { FAKE_BYTECODE_STEP_NS = 1000 };
 
 static void fake_move(struct fake_thread *t)
 {
@@ -370,7 +377,12 @@ static int fake_cpu(void *arg, sonde_ns_t *ns, sonde_ns_t *waited_ns)
 {
     struct fake_thread *t = arg;
     *waited_ns = 0;
-    if (t->mode == FAKE_BYTECODE) fake_move(t); /* the next look sees it moved */
+    if (t->mode == FAKE_BYTECODE) {
+        fake_move(t); /* the next look sees it moved */
+        t->bytecode_cpu += FAKE_BYTECODE_STEP_NS;
+        *ns = t->bytecode_cpu;
+        return 0;
+    }
     *ns = sonde_prim_monotonic_ns();
     return 0;
 }
