@@ -295,9 +295,10 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
  * SONDE_WALK_TRIES times in all, or SONDE_WALK_TRIES_MAX while every walk
  * failed or was doubtful. When no walk could be checked (a thread
  * whose innermost frames change faster than a walk: deep recursion, a
- * generator pipeline), the deepest one that read to its end is kept: a
- * walk cut short reads a generator frame just as it yields (its caller
- * link is cleared then). With w->frames, the kept walk's stack is in
+ * generator pipeline), the last one that read to its end without a
+ * doubtful frame is kept, else the deepest doubtful one: a walk cut short
+ * reads a generator frame just as it yields (its caller link is cleared
+ * then); sonde_walk_prefer says which. With w->frames, the kept walk's stack is in
  * w->frames only when w->spare is given (the buffers are swapped), else
  * an older walk keeps its line only (depth 0). *retries counts the walks
  * done again. Returns 0, or -errno when every walk failed. */
@@ -307,6 +308,10 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
 int sonde_walk_thread_checked(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
                               sonde_codecache_t *codes, const sonde_codefilter_t *filter,
                               uint32_t *retries);
+/* Whether a walk of rank `rank` (2: read to its end, 1: the same with a
+ * doubtful frame) that read `read` frames replaces the best kept so far
+ * among walks that could not be checked. Pure. */
+bool sonde_walk_prefer(int best_rank, uint32_t best_read, int rank, uint32_t read);
 
 /* ---- Python or native (native.c) ----------------------------------------------- */
 

@@ -139,6 +139,19 @@ int sonde_walk_thread(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t tstate,
     return 0;
 }
 
+bool sonde_walk_prefer(int best_rank, uint32_t best_read, int rank, uint32_t read)
+{
+    if (rank != best_rank) return rank > best_rank;
+    /* Doubtful walks: the deepest (one cut short at a yielding generator
+     * reads fewer frames). Walks read to their end: the latest, as the
+     * thread may have left the stack an earlier one began on, whose frames
+     * that walk then read after they were popped (3.15: spin() at the
+     * bottom of 600 frames, read with the stale frames under it as the
+     * program returned and ran its exit code; the deepest kept a root of
+     * dive() instead of <module>). */
+    return rank == 1 ? read > best_read : true;
+}
+
 /* Whether the innermost frame of walk w is still on the thread's stack:
  * the same frame (address, code, caller) among the innermost
  * SONDE_WALK_RECHECK_FRAMES frames read now. A thread without frames
@@ -176,7 +189,7 @@ int sonde_walk_thread_checked(sonde_walk_t *w, sonde_pyproc_t *proc, uint64_t ts
         if (rc < 0) continue;
         if (!w->doubtful && walk_still_live(w, proc, tstate)) return 0;
         int rank = w->doubtful ? 1 : 2;
-        if (rank > best_rank || (rank == best_rank && w->frames_read > best.frames_read)) {
+        if (sonde_walk_prefer(best_rank, best.frames_read, rank, w->frames_read)) {
             best = *w;
             best_rank = rank;
             best_is_last = true;

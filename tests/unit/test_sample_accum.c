@@ -113,6 +113,25 @@ static void test_limit(void)
           "marker_name", "%s", name);
 }
 
+/* ---- which unchecked walk a sample keeps (walk.c) ------------------------- */
+
+static void test_walk_prefer(void)
+{
+    /* The walk of the first try read 603 frames of a stack the thread
+     * then left (its spin() frame popped, its callers' frames read after
+     * that); the next read the 5 frames the thread stood in by then. The
+     * later one is the sample: keeping the deeper kept a stale root. */
+    check(sonde_walk_prefer(2, 603, 2, 5), "later_complete_walk_kept",
+          "a deeper earlier walk kept");
+    check(sonde_walk_prefer(0, 0, 1, 3) && sonde_walk_prefer(1, 40, 2, 3) &&
+              !sonde_walk_prefer(2, 3, 1, 40),
+          "complete_walk_over_doubtful", "rank ignored");
+    /* Doubtful walks: one cut short at a generator that yields reads
+     * fewer frames than one read through it. */
+    check(sonde_walk_prefer(1, 3, 1, 9) && !sonde_walk_prefer(1, 9, 1, 3),
+          "deepest_doubtful_walk_kept", "a shorter doubtful walk kept");
+}
+
 /* ---- accumulators and conversion ---------------------------------------------- */
 
 static const sonde_stack_frame_t *frame_of(const sonde_profile_t *prof, const sonde_stack_t *s,
@@ -352,6 +371,7 @@ static void test_threads(void)
 int main(void)
 {
     test_limit();
+    test_walk_prefer();
     test_accum();
     test_growth();
     test_threads();
