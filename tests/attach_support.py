@@ -24,8 +24,9 @@ class Target:
     """A Python program running under test: started with `python script
     args`, ready once it printed "ready"; killed on exit."""
 
-    def __init__(self, env, script, args=(), ready_timeout=20):
-        self.proc = subprocess.Popen([env.python, script] + [str(a) for a in args],
+    def __init__(self, env, script, args=(), ready_timeout=20, python_flags=()):
+        self.proc = subprocess.Popen([env.python] + list(python_flags) + [script]
+                                     + [str(a) for a in args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      cwd=env.tmp, env=env.base_env())
         deadline = time.time() + ready_timeout

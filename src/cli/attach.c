@@ -211,6 +211,15 @@ int sonde_cli_attach(int argc, char **argv)
     if (rc) return rc;
     if (args.help) return sonde_cli_help(attach_help);
     sonde_prim_raise_fd_limit(); /* a few files per thread of the target */
+    if (args.inject) {
+        attach_install_signals();
+        rc = sonde_attach_cli_inject(&args, &attach_stop);
+        attach_restore_signals();
+        if (rc != SONDE_INJECT_OUTSIDE || attach_stop) {
+            sonde_attach_args_free(&args);
+            return rc == SONDE_INJECT_OUTSIDE ? 1 : rc;
+        }
+    }
     sonde_attach_init(&a, &args.opts);
     rc = sonde_attach_add_root(&a, args.pid);
     if (rc < 0) {

@@ -38,6 +38,8 @@ typedef struct sonde_attach_args {
      * own table (sonde_run_file_options) into these options, which own the
      * patterns; opts.files points into them. */
     sonde_run_opts_t files;
+    bool inject;            /* --inject (attach): profile from inside, PEP 768 */
+    double inject_wait_sec; /* --inject-wait: for the target's safe point (5) */
 } sonde_attach_args_t;
 
 /* Parses the words after the command name (argv is not modified; args
@@ -69,6 +71,17 @@ int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format
  * sonde_attach_period_begin) in format into out. Returns 0 or -errno. */
 int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *format,
                             sonde_buf_t *out);
+
+/* ---- profiling from inside (inject.c) ------------------------------------------------ */
+
+/* `sonde attach --inject PID`: asks the target (CPython 3.14+) to load
+ * sonde's extension and profile itself until *stop, the duration or its
+ * end, then to hand the profile back and stop; writes the report as
+ * attach does. Returns 0 or 1 (after one line saying why), or
+ * SONDE_INJECT_OUTSIDE after one line saying why injection is not
+ * possible (the caller samples from outside instead). */
+#define SONDE_INJECT_OUTSIDE 3
+int sonde_attach_cli_inject(const sonde_attach_args_t *args, volatile sig_atomic_t *stop);
 
 /* ---- continuous profiles (attach_period.c) ------------------------------------------ */
 

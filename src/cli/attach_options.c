@@ -88,7 +88,44 @@ static const sonde_opt_family_t aopts_options = {
     NULL, aopts_table, SONDE_ARRAY_LEN(aopts_table), aopts_apply, NULL,
 };
 
-/* The families of attach (record: all but the last), in the order of
+/* attach --inject (PEP 768; src/cli/inject.c): into args. */
+enum { INJECT_ON, INJECT_WAIT };
+
+static int aopts_inject_apply(void *target, const sonde_opt_t *opt, const char *word,
+                              const char *value, char *err, size_t err_len)
+{
+    (void)word;
+    sonde_attach_args_t *args = target;
+    if (opt->id == INJECT_ON) {
+        args->inject = true;
+        return 0;
+    }
+    if (!sonde_opt_number(value, &args->inject_wait_sec) || args->inject_wait_sec <= 0 ||
+        args->inject_wait_sec > 3600)
+        return sonde_errf(err, err_len,
+                          "--inject-wait must be a positive number of seconds (at most 3600), "
+                          "not '%s'",
+                          value);
+    return 0;
+}
+
+static const sonde_opt_t aopts_inject_table[] = {
+    {"--inject", NULL, 0, SONDE_OPT_FLAG, INJECT_ON, 0, NULL, NULL,
+     "Python 3.14+: load sonde's own profiler into the process (PEP 768) for the line-level "
+     "split of 'sonde run' (Python, native, system time per line, threads), then take it out; "
+     "a process it cannot be loaded into is sampled from outside, with one line saying why",
+     NULL},
+    {"--inject-wait", NULL, 0, SONDE_OPT_VALUE, INJECT_WAIT, 0, "S", NULL,
+     "--inject: how long to wait for the process to run Python code, where it loads the "
+     "profiler and later lets it go (default 5)",
+     NULL},
+};
+
+static const sonde_opt_family_t aopts_inject_options = {
+    NULL, aopts_inject_table, SONDE_ARRAY_LEN(aopts_inject_table), aopts_inject_apply, NULL,
+};
+
+/* The families of attach (record: the first four), in the order of
  * aopts_targets. */
 static const sonde_opt_family_t *const aopts_attach_families[] = {
     &aopts_options,
@@ -96,6 +133,7 @@ static const sonde_opt_family_t *const aopts_attach_families[] = {
     &sonde_report_format_options,
     &sonde_report_output_options,
     &sonde_cli_period_options,
+    &aopts_inject_options,
     NULL,
 };
 static const sonde_opt_family_t *const aopts_record_families[] = {
@@ -207,6 +245,8 @@ static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv,
         if (!aopts_pid(pid_word, &args->pid))
             return sonde_errf(err, err_len, "'%s' is not a process id", pid_word);
     }
+    if (args->inject && args->period.period_sec > 0)
+        return sonde_errf(err, err_len, "--inject does not take --period yet");
     int rc = sonde_cli_period_settle(&args->period, args->outfile, &args->format, err, err_len);
     if (rc < 0) return rc;
     if (args->outfile && !args->format && !(args->format = sonde_format_of_path(args->outfile))) {
@@ -232,11 +272,12 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
 {
     sonde_report_choice_t report = {0};
     aopts_pid_word_t pid = {mode, NULL};
-    void *targets[] = {&args->opts, &args->files, &report, &report, &args->period};
+    void *targets[] = {&args->opts, &args->files, &report, &report, &args->period, args};
     sonde_opt_ctx_t ctx = {.targets = targets, .arg = &pid};
     memset(args, 0, sizeof *args);
     sonde_attach_opts_default(&args->opts);
     sonde_run_opts_default(&args->files);
+    args->inject_wait_sec = 5;
     int rc = sonde_opt_parse(&aopts_commands[mode], &ctx, argc, argv, err, err_len);
     if (rc < 0) return rc;
     /* the patterns stay in args->files, which owns them */

@@ -171,6 +171,14 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
  * os.exec* of the interpreter led to this image (the collector names the
  * report after it). Copied. */
 void sonde_session_set_collector(const char *dir, bool child, int gen);
+/* Before sonde_session_start_gil, after sonde_session_set_collector(dir,
+ * true, 0): the next session is one `sonde attach --inject` started in a
+ * live process (module.c's _inject_start): it installs no SIGTERM handler
+ * and wraps no os.exec*, and hands its profile to dir at its stop. */
+void sonde_session_set_injected(void);
+/* Whether the session running here is an injected one handing over to
+ * dir (a second request of the same attach, taken by another thread). */
+bool sonde_session_injected_into(const char *dir);
 /* In a forked child (boot.c): drops the parent's session without a report
  * and starts one for this process as a child of the collector in dir.
  * Returns 0 or -errno with an exception. */

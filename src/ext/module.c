@@ -147,6 +147,23 @@ static int module_word_options(module_words_t *w, PyObject *options)
     return rc;
 }
 
+/* Parses the words gathered in w as `sonde run`'s options into opts.
+ * Returns 0, or -1 with ValueError (MemoryError). */
+static int module_parse_words(const module_words_t *w, sonde_run_opts_t *opts)
+{
+    char err[512] = "";
+    int rc = sonde_run_opts_parse(opts, w->argc, w->argv, false, err, sizeof err);
+    if (rc == -ENOMEM) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc < 0 || w->argc > opts->n_option_tokens) {
+        PyErr_Format(PyExc_ValueError, "sonde: %s", rc < 0 ? err : "unexpected argument");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"interval",
@@ -187,7 +204,6 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
     module_words_t w = {PyList_New(0), NULL, 0, 0};
     sonde_run_opts_t opts;
     PyObject *result = NULL;
-    char err[512] = "";
     sonde_run_opts_default(&opts);
     if (!w.keep) return NULL;
     if ((interval && module_word_valued(&w, "--interval", interval) < 0) ||
@@ -211,16 +227,8 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
         int on = PyObject_IsTrue(gpu);
         if (on < 0 || module_word_text(&w, on ? "--gpu" : "--no-gpu") < 0) goto done;
     }
-    if (module_word_options(&w, options) < 0) goto done;
-    int rc = sonde_run_opts_parse(&opts, w.argc, w.argv, false, err, sizeof err);
-    if (rc == -ENOMEM) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (rc < 0 || w.argc > opts.n_option_tokens) {
-        PyErr_Format(PyExc_ValueError, "sonde: %s", rc < 0 ? err : "unexpected argument");
-        goto done;
-    }
+    if (module_word_options(&w, options) < 0 || module_parse_words(&w, &opts) < 0) goto done;
+    int rc = 0;
     if (opts.outfile && (rc = sonde_check_output(opts.outfile)) < 0) {
         PyErr_Format(PyExc_OSError, "sonde: cannot write the report to '%s': %s", opts.outfile,
                      strerror(-rc));
@@ -510,6 +518,52 @@ static PyObject *module_boot(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _inject_start(dir, options): `sonde attach --inject`'s file, run by
+ * the target at a safe point (PEP 768), starts a session whose profile
+ * goes to dir (the command's private directory) at _inject_stop() or at
+ * the target's exit. options: `sonde run`'s options as words. Raises
+ * RuntimeError when a session already runs here. */
+static PyObject *module_inject_start(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL;
+    PyObject *options = NULL;
+    if (!PyArg_ParseTuple(args, "sO:_inject_start", &dir, &options)) return NULL;
+    if (sonde_session_injected_into(dir)) Py_RETURN_NONE; /* started already */
+    module_words_t w = {PyList_New(0), NULL, 0, 0};
+    sonde_run_opts_t opts;
+    PyObject *result = NULL;
+    sonde_run_opts_default(&opts);
+    if (!w.keep) return NULL;
+    if (module_word_options(&w, options) < 0 || module_parse_words(&w, &opts) < 0) goto done;
+    sonde_session_set_collector(dir, true, 0);
+    sonde_session_set_injected();
+    if (sonde_session_start_gil(&opts, false, NULL) < 0) {
+        sonde_session_set_collector(NULL, false, 0);
+        goto done;
+    }
+    sonde_session_set_collector(NULL, false, 0);
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    sonde_run_opts_free(&opts);
+    free(w.argv);
+    Py_DECREF(w.keep);
+    return result;
+}
+
+/* _inject_stop(dir): the end of the session _inject_start(dir) began: its
+ * profile is handed to dir. Nothing when that session does not run here
+ * (stopped already, or a session of the program's own). */
+static PyObject *module_inject_stop(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir = NULL;
+    if (!PyArg_ParseTuple(args, "s:_inject_stop", &dir)) return NULL;
+    if (sonde_session_injected_into(dir) && sonde_session_stop_gil() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))module_start, METH_VARARGS | METH_KEYWORDS,
      "start(interval=0.01, outfile=None, json=False, virtual_time=False,\n"
@@ -540,6 +594,10 @@ static PyMethodDef module_methods[] = {
      "main(argv): runs the sonde command beside this package with this interpreter\n"
      "(python3 -m sonde)."},
     {"_boot", module_boot, METH_NOARGS, "Start-up hook of `sonde run` (internal)."},
+    {"_inject_start", module_inject_start, METH_VARARGS,
+     "_inject_start(dir, options): `sonde attach --inject` starts profiling here. Internal."},
+    {"_inject_stop", module_inject_stop, METH_VARARGS,
+     "_inject_stop(dir): `sonde attach --inject` ends it; the profile goes to dir. Internal."},
     {"_span_begin", module_span_begin, METH_O,
      "_span_begin(name): time from now on is also charged to the span `name` (a test;\n"
      "the pytest plugin's --sonde-per-test). False when no session runs. Internal."},

@@ -15,6 +15,7 @@ bool sonde__session_atexit_registered;
 /* sonde_session_set_collector's settings, for the next start */
 static char *session_next_collect;
 static bool session_next_child;
+static bool session_next_injected;
 int sonde__session_next_gen;
 
 const char *sonde_session_outfile(void)
@@ -46,6 +47,18 @@ void sonde_session_set_collector(const char *dir, bool child, int gen)
     sonde__session_next_gen = gen;
 }
 
+bool sonde_session_injected_into(const char *dir)
+{
+    const sonde_session_t *s = &sonde__session;
+    return s->active && s->injected && s->pid == getpid() && s->collect_dir &&
+           strcmp(s->collect_dir, dir) == 0;
+}
+
+void sonde_session_set_injected(void)
+{
+    session_next_injected = true;
+}
+
 void sonde_session_note_spawn(void)
 {
     sonde_children_note_spawn(true);
@@ -72,6 +85,7 @@ static void session_clear(sonde_session_t *s)
     s->period_map = NULL;
     s->periods = false;
     s->child = false;
+    s->injected = false;
     s->cwd = s->viewer_dir = NULL;
     for (int i = 0; i < s->argc; i++)
         free(s->argv[i]);
@@ -133,6 +147,8 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->start_ident = PyThread_get_thread_ident();
     if (session_next_collect && !(s->collect_dir = strdup(session_next_collect))) goto nomem;
     s->child = session_next_child && s->collect_dir;
+    s->injected = session_next_injected && s->child;
+    session_next_injected = false;
     if (s->collect_dir) sonde__session_collect_begin(s);
     session_copy_argv(s);
     if (!program && s->argc > 0) program = s->argv[0];
@@ -169,12 +185,12 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.on_terminate = sonde__session_on_terminate;
     sonde__session_period_open(s);
     if (sonde__session_register_atexit() < 0 || sonde__session_register_fork() < 0 ||
-        sonde_exec_wrap_gil() < 0) {
+        (!s->injected && sonde_exec_wrap_gil() < 0)) {
         sonde__session_collect_unlink_live(s);
         session_clear(s);
         return -1;
     }
-    s->exec_wrapped = true;
+    s->exec_wrapped = !s->injected;
     if ((rc = sonde_sources_start_gil(&s->sources, &s->sampler, opts, &s->filter)) < 0) {
         /* the failing source's exception survives the clearing */
         PyObject *type = NULL, *value = NULL, *tb = NULL;
@@ -185,7 +201,7 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
         return rc;
     }
     s->active = true;
-    sonde__session_install_sigterm(s);
+    if (!s->injected) sonde__session_install_sigterm(s);
     if (from_run) sonde_crash_install(&s->sampler);
     /* said once a SIGTERM gets a report: a process killed before has no
      * profile to lose (none of the program's code ran in it yet) */

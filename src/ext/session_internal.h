@@ -27,6 +27,10 @@
 typedef struct sonde_session {
     bool active;           /* between start and stop (GIL) */
     bool from_run;         /* started by `sonde run` */
+    bool injected;         /* started by `sonde attach --inject` (PEP 768):
+                              the target's signals and os.exec* are left
+                              as they are; the profile goes to the
+                              command's directory */
     atomic_int reported;   /* 0 until the report was claimed */
     pid_t pid;             /* process that owns the session */
     sonde_run_opts_t opts; /* copy: numbers, flags and the format; its

@@ -224,6 +224,13 @@ const char *sonde_prim_syscall_name(long nr);
 /* State letter (as sonde_prim_task_state) and parent of process pid.
  * Returns 0 or -errno (-ESRCH: no such process). Either out may be NULL. */
 int sonde_prim_proc_state(pid_t pid, char *state, pid_t *ppid);
+/* The real user and group that own process pid (those of /proc/PID).
+ * Returns 0 or -errno (-ESRCH: no such process). */
+int sonde_prim_proc_owner(pid_t pid, uid_t *uid, gid_t *gid);
+/* Whether process pid sees the file system as this one does: its root
+ * directory (/proc/PID/root) is this process's root. Returns 1, 0 (another
+ * mount namespace or a chroot), or -errno (-EACCES/-EPERM: not permitted). */
+int sonde_prim_proc_same_root(pid_t pid);
 /* The executable (/proc/PID/exe) or working directory (/proc/PID/cwd) of
  * process pid into buf. Returns 0 or -errno. */
 int sonde_prim_proc_exe(pid_t pid, char *buf, size_t len);
@@ -248,6 +255,13 @@ int sonde_prim_ptrace_scope(void);
  * (not permitted, or refused wholesale by a seccomp filter), -ENOSYS (no
  * such system call). Allocates nothing, takes no lock. */
 ssize_t sonde_prim_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* Writes len bytes of buf at addr of process pid, whole or not at all as
+ * far as the kernel allows: process_vm_writev, else (a kernel or seccomp
+ * filter without it) pwrite on /proc/PID/mem. For PEP 768's request into a
+ * live interpreter (src/pyread/remote_exec.c), the one write into another
+ * process's memory. Returns 0, or -errno: -EFAULT (unmapped or read-only),
+ * -ESRCH (gone), -EPERM/-EACCES (not permitted), -EIO (a short write). */
+int sonde_prim_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 /* Opens /proc/PID/<name> read-only and close-on-exec: "mem" (whose offsets
  * are addresses, for pread), "maps", or "root/<absolute path>" (a file as
  * the process's mount namespace sees it). Returns the descriptor (never

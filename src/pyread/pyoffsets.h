@@ -176,6 +176,19 @@ struct sonde_pyoffsets {
     int n_debug_fields;
     struct sonde_pydebug_field debug_fields[SONDE_PY_DEBUG_FIELDS];
 
+    /* PEP 768 (3.14+; -1 before): PyThreadState.eval_breaker (uintptr_t)
+     * and remote_debugger_support (_PyRemoteDebuggerSupport: int
+     * debugger_pending_call, char debugger_script_path[size]),
+     * PyInterpreterState.config.remote_debug (int), and the eval breaker's
+     * bit that makes the thread look at the request. */
+    int32_t tstate_eval_breaker;
+    int32_t tstate_remote_support;
+    int32_t interp_remote_debug;
+    int32_t remote_pending_call;
+    int32_t remote_script_path;
+    int32_t remote_script_path_size;
+    int32_t eval_please_stop_bit;
+
     /* What the allocator shim assumes (src/shim/shim.h), checked by a unit
      * test: sizeof(PyMemAllocatorEx), sizeof(PyObjectArenaAllocator), and
      * pymalloc's SMALL_REQUEST_THRESHOLD (-1 where the headers lack it). */

@@ -205,6 +205,26 @@ int sonde_pyproc_gil_holder(sonde_pyproc_t *proc, uint64_t *holder);
  * Returns 0 with *ns, or -errno (*ns 0) when it could not be read. */
 int sonde_pyproc_gil_switch_ns(sonde_pyproc_t *proc, sonde_ns_t *ns);
 
+/* PEP 768 (CPython 3.14+; remote_exec.c): asks the thread of thread state
+ * tstate to run the Python file at path (absolute, shorter than the
+ * target's limit, 512 bytes) at its next safe point, with the GIL; the
+ * thread clears the request when it takes it. The command only (writes
+ * another process's memory). Returns 0, or -errno: -ENOTSUP (before 3.14,
+ * or a layout without the fields), -ENOPROTOOPT (remote debugging
+ * disabled in the target: -X disable-remote-debug,
+ * PYTHON_DISABLE_REMOTE_DEBUG, or a build without it), -EBUSY (a request
+ * of another debugger is pending on that thread), -ENAMETOOLONG, or what
+ * a read or write gave (-EPERM, -ESRCH, -EFAULT). */
+int sonde_pyproc_remote_exec(sonde_pyproc_t *proc, uint64_t tstate, const char *path);
+/* Sets the thread's eval breaker bit again (a request still pending whose
+ * bit the thread cleared between the read and the write). 0 or -errno. */
+int sonde_pyproc_remote_kick(sonde_pyproc_t *proc, uint64_t tstate);
+/* 1 while the thread's request is pending (not taken yet), 0 once taken or
+ * cancelled, or -errno (-ENOTSUP before 3.14). */
+int sonde_pyproc_remote_pending(sonde_pyproc_t *proc, uint64_t tstate);
+/* Withdraws a pending request (one already taken runs anyway). 0 or -errno. */
+int sonde_pyproc_remote_cancel(sonde_pyproc_t *proc, uint64_t tstate);
+
 /* Frame iteration, innermost frame first. Frames owned by the C stack (the
  * 3.12+ entry shims) are skipped. Every walk starts with
  * sonde_pyframe_iter_begin (the code cache compares a code object's header

@@ -62,6 +62,15 @@ static void test_attach_spellings(void)
     check(rc == 0 && a.opts.rate_hz == 10 && a.opts.duration_sec == 2 &&
               a.format == sonde_format_named("speedscope"),
           "aopts_equals_forms", "rc %d err %s", rc, err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 2, "7", "--inject");
+    check(rc == 0 && a.inject && a.inject_wait_sec == 5, "aopts_inject_default_wait",
+          "rc %d err %s wait %g", rc, err, a.inject_wait_sec);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "--inject", "--inject-wait=0.25",
+               "7");
+    check(rc == 0 && a.inject && a.inject_wait_sec == 0.25, "aopts_inject_wait", "rc %d err %s", rc,
+          err);
+    rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 1, "7");
+    check(rc == 0 && !a.inject, "aopts_inject_off_by_default", "rc %d err %s", rc, err);
     rc = parse(SONDE_ATTACH_MODE_ATTACH, &a, err, sizeof err, 3, "--output", "x.svg", "7");
     check(rc == 0 && strcmp(a.outfile, "x.svg") == 0 && a.format == sonde_format_named("svg"),
           "aopts_output_picks_svg", "rc %d err %s", rc, err);
@@ -108,6 +117,10 @@ static void test_attach_errors(void)
          "seconds, not '-1'",
          3},
         {"aopts_err_missing_value", {"1", "--rate"}, "option --rate needs a value", 2},
+        {"aopts_err_inject_wait",
+         {"--inject-wait", "0", "1"},
+         "--inject-wait must be a positive number of seconds (at most 3600), not '0'",
+         3},
         {"aopts_err_missing_output", {"1", "-o"}, "option -o needs a file name", 2},
         {"aopts_err_format",
          {"-f", "png", "1"},

@@ -46,6 +46,7 @@
 #include "internal/pycore_gil.h"
 #endif
 #if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_ceval.h" /* _PY_EVAL_PLEASE_STOP_BIT */
 #include "internal/pycore_debug_offsets.h"
 #include "internal/pycore_instruments.h"
 #include "internal/pycore_interpframe.h"
@@ -197,6 +198,29 @@ static void frame_fields_3_14(void)
     field("frame_code_tag_bits", (long)Py_TAG_BITS);
 #else
     field("frame_code_tag_bits", 0);
+#endif
+}
+
+/* PEP 768 (3.14+): where a debugger asks a thread to run a Python file
+ * at its next safe point, and whether the interpreter allows it. */
+static void remote_exec_fields(void)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    field("tstate_eval_breaker", OFF(PyThreadState, eval_breaker));
+    field("tstate_remote_support", OFF(PyThreadState, remote_debugger_support));
+    field("interp_remote_debug", OFF(PyInterpreterState, config.remote_debug));
+    field("remote_pending_call", OFF(_PyRemoteDebuggerSupport, debugger_pending_call));
+    field("remote_script_path", OFF(_PyRemoteDebuggerSupport, debugger_script_path));
+    field("remote_script_path_size", (long)_Py_MAX_SCRIPT_PATH_SIZE);
+    field("eval_please_stop_bit", (long)_PY_EVAL_PLEASE_STOP_BIT);
+#else
+    field("tstate_eval_breaker", ABSENT);
+    field("tstate_remote_support", ABSENT);
+    field("interp_remote_debug", ABSENT);
+    field("remote_pending_call", ABSENT);
+    field("remote_script_path", ABSENT);
+    field("remote_script_path_size", 0);
+    field("eval_please_stop_bit", 0);
 #endif
 }
 
@@ -435,6 +459,14 @@ static void debug_field_map(void)
     debug_field("unicode_state", DBG(unicode_object.state), ABSENT);
     debug_field("unicode_length", DBG(unicode_object.length), ABSENT);
     debug_field("unicode_ascii_size", DBG(unicode_object.asciiobject_size), ABSENT);
+#if PY_VERSION_HEX >= 0x030E0000
+    debug_field("tstate_eval_breaker", DBG(debugger_support.eval_breaker), ABSENT);
+    debug_field("tstate_remote_support", DBG(debugger_support.remote_debugger_support), ABSENT);
+    debug_field("interp_remote_debug", DBG(debugger_support.remote_debugging_enabled), ABSENT);
+    debug_field("remote_pending_call", DBG(debugger_support.debugger_pending_call), ABSENT);
+    debug_field("remote_script_path", DBG(debugger_support.debugger_script_path), ABSENT);
+    debug_field("remote_script_path_size", DBG(debugger_support.debugger_script_path_size), ABSENT);
+#endif
     printf("    },\n");
     field("debug_size", (long)sizeof(_Py_DebugOffsets));
 #undef DBG
@@ -460,6 +492,7 @@ int main(void)
     debug_fields();
     frame_fields_3_14();
     code_fields_3_14();
+    remote_exec_fields();
     debug_field_map();
     printf("};\n\n");
     return 0;
