@@ -128,14 +128,15 @@ static int inject_write_scripts(const inject_t *in, const sonde_attach_args_t *a
                      "        sys.path.insert(0, p)\n"
                      "    try:\n"
                      "        from sonde import _sonde\n"
-                     "        _sonde._inject_start(d, words)\n"
+                     "        _sonde._inject_start(d, words, %d)\n"
                      "    except BaseException as e:\n"
                      "        with open(os.path.join(d, \"" INJECT_ERROR_FILE "\"), \"w\") as f:\n"
                      "            f.write(\"%%s: %%s\" %% (type(e).__name__, e))\n"
                      "    finally:\n"
                      "        if added and p in sys.path:\n"
                      "            sys.path.remove(p)\n"
-                     "_sonde_inject()\n");
+                     "_sonde_inject()\n",
+                     (int)getpid());
     sonde_buf_printf(&stop, "# sonde attach --inject: ends sonde's profiler in this process\n"
                             "import os, sys\n"
                             "if \"sonde._sonde\" in sys.modules:\n"

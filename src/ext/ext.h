@@ -90,6 +90,14 @@ typedef struct sonde_sampler {
      * not watched. Does not return. */
     void (*on_orphaned)(void);
     int empty_ticks; /* consecutive ticks that found no Python thread */
+    /* An injected session (`sonde attach --inject`): the sonde command
+     * that waits for the profile. Once a second the sampler thread looks
+     * whether it still runs; when it is gone (killed), the thread calls
+     * on_abandoned and ends, sampling no more. 0: not watched. */
+    pid_t watch_pid;
+    void (*on_abandoned)(void);
+    sonde_ns_t watch_next_ns; /* sampler thread: the next look */
+    _Atomic bool abandoned;   /* the thread ended so */
     /* Continuous profiles (`sonde run --period`, src/collect/): the
      * collector's period count, a word in a file it shares with every
      * profiled process (NULL: no periods). When it changes, the sampler
@@ -174,11 +182,16 @@ void sonde_session_set_collector(const char *dir, bool child, int gen);
 /* Before sonde_session_start_gil, after sonde_session_set_collector(dir,
  * true, 0): the next session is one `sonde attach --inject` started in a
  * live process (module.c's _inject_start): it installs no SIGTERM handler
- * and wraps no os.exec*, and hands its profile to dir at its stop. */
-void sonde_session_set_injected(void);
+ * and wraps no os.exec*, and hands its profile to dir at its stop; its
+ * sampler ends by itself, and the directory is removed, once watch_pid
+ * (the command) is gone. */
+void sonde_session_set_injected(pid_t watch_pid);
 /* Whether the session running here is an injected one handing over to
  * dir (a second request of the same attach, taken by another thread). */
 bool sonde_session_injected_into(const char *dir);
+/* An injected session whose command is gone (its sampler ended so) is
+ * dropped without a report, so that a new one can start. Never raises. */
+void sonde_session_drop_abandoned_gil(void);
 /* In a forked child (boot.c): drops the parent's session without a report
  * and starts one for this process as a child of the collector in dir.
  * Returns 0 or -errno with an exception. */

@@ -518,18 +518,21 @@ static PyObject *module_boot(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* _inject_start(dir, options): `sonde attach --inject`'s file, run by
- * the target at a safe point (PEP 768), starts a session whose profile
+/* _inject_start(dir, options, pid): `sonde attach --inject`'s file, run
+ * by the target at a safe point (PEP 768), starts a session whose profile
  * goes to dir (the command's private directory) at _inject_stop() or at
- * the target's exit. options: `sonde run`'s options as words. Raises
- * RuntimeError when a session already runs here. */
+ * the target's exit; once the command (pid) is gone, the session samples
+ * no more. options: `sonde run`'s options as words. Raises RuntimeError
+ * when a session already runs here. */
 static PyObject *module_inject_start(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *dir = NULL;
     PyObject *options = NULL;
-    if (!PyArg_ParseTuple(args, "sO:_inject_start", &dir, &options)) return NULL;
+    int watch = 0;
+    if (!PyArg_ParseTuple(args, "sOi:_inject_start", &dir, &options, &watch)) return NULL;
     if (sonde_session_injected_into(dir)) Py_RETURN_NONE; /* started already */
+    sonde_session_drop_abandoned_gil();                   /* a session whose command was killed */
     module_words_t w = {PyList_New(0), NULL, 0, 0};
     sonde_run_opts_t opts;
     PyObject *result = NULL;
@@ -537,7 +540,7 @@ static PyObject *module_inject_start(PyObject *self, PyObject *args)
     if (!w.keep) return NULL;
     if (module_word_options(&w, options) < 0 || module_parse_words(&w, &opts) < 0) goto done;
     sonde_session_set_collector(dir, true, 0);
-    sonde_session_set_injected();
+    sonde_session_set_injected((pid_t)watch);
     if (sonde_session_start_gil(&opts, false, NULL) < 0) {
         sonde_session_set_collector(NULL, false, 0);
         goto done;
@@ -595,7 +598,8 @@ static PyMethodDef module_methods[] = {
      "(python3 -m sonde)."},
     {"_boot", module_boot, METH_NOARGS, "Start-up hook of `sonde run` (internal)."},
     {"_inject_start", module_inject_start, METH_VARARGS,
-     "_inject_start(dir, options): `sonde attach --inject` starts profiling here. Internal."},
+     "_inject_start(dir, options, pid): `sonde attach --inject` starts profiling here.\n"
+     "Internal."},
     {"_inject_stop", module_inject_stop, METH_VARARGS,
      "_inject_stop(dir): `sonde attach --inject` ends it; the profile goes to dir. Internal."},
     {"_span_begin", module_span_begin, METH_O,

@@ -582,6 +582,17 @@ static void *sampler_main(void *arg)
                 s->on_period(count);
             }
         }
+        if (s->watch_pid > 0 && sonde_prim_monotonic_ns() >= s->watch_next_ns) {
+            char state = 0;
+            s->watch_next_ns = sonde_prim_monotonic_ns() + SONDE_NS_PER_SEC;
+            int gone = sonde_prim_proc_state(s->watch_pid, &state, NULL);
+            if (gone == -ESRCH || (gone == 0 && (state == 'Z' || state == 'X'))) {
+                s->stop_ns = sonde_prim_monotonic_ns();
+                atomic_store(&s->abandoned, true);
+                if (s->on_abandoned) s->on_abandoned();
+                break;
+            }
+        }
         if (s->empty_ticks >= 2 && s->on_orphaned) {
             s->stop_ns = sonde_prim_monotonic_ns();
             s->on_orphaned(); /* does not return */

@@ -16,6 +16,7 @@ bool sonde__session_atexit_registered;
 static char *session_next_collect;
 static bool session_next_child;
 static bool session_next_injected;
+static pid_t session_next_watch;
 int sonde__session_next_gen;
 
 const char *sonde_session_outfile(void)
@@ -54,9 +55,17 @@ bool sonde_session_injected_into(const char *dir)
            strcmp(s->collect_dir, dir) == 0;
 }
 
-void sonde_session_set_injected(void)
+void sonde_session_set_injected(pid_t watch_pid)
 {
     session_next_injected = true;
+    session_next_watch = watch_pid;
+}
+
+void sonde_session_drop_abandoned_gil(void)
+{
+    sonde_session_t *s = &sonde__session;
+    if (s->active && s->injected && s->pid == getpid() && atomic_load(&s->sampler.abandoned))
+        (void)sonde__session_stop(false, false);
 }
 
 void sonde_session_note_spawn(void)
@@ -183,6 +192,11 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     s->sampler.prior_threads_out = opts->prior_threads_out;
     s->sampler.filter = &s->filter;
     s->sampler.on_terminate = sonde__session_on_terminate;
+    if (s->injected) {
+        s->sampler.watch_pid = session_next_watch;
+        s->sampler.on_abandoned = sonde__session_on_abandoned;
+    }
+    session_next_watch = 0;
     sonde__session_period_open(s);
     if (sonde__session_register_atexit() < 0 || sonde__session_register_fork() < 0 ||
         (!s->injected && sonde_exec_wrap_gil() < 0)) {

@@ -135,6 +135,7 @@ void sonde__session_remove_sigterm(sonde_session_t *s);
  * Python thread is left in a restarted child. */
 void sonde__session_on_terminate(void);
 void sonde__session_on_orphaned(void);
+void sonde__session_on_abandoned(void);
 
 /* ---- the interpreter's hooks (session_hooks.c) ---- */
 

@@ -8,6 +8,8 @@
  */
 #include "session_internal.h"
 
+#include <dirent.h>
+
 /* ---- SIGTERM -------------------------------------------------------------------- */
 
 /* Signal handler (async-signal-safe): SIGTERM in the profiled process asks
@@ -79,6 +81,28 @@ void sonde__session_on_orphaned(void)
         if (rc < 0) sonde__session_report_error(&sonde__session, what, rc);
     }
     _exit(0);
+}
+
+/* The sampler thread of an injected session whose command is gone: no
+ * report (no one reads it), and the command's directory removed (its
+ * scripts, the live marker). No Python API, no GIL. */
+void sonde__session_on_abandoned(void)
+{
+    sonde_session_t *s = &sonde__session;
+    int expected = 0;
+    (void)atomic_compare_exchange_strong(&s->reported, &expected, 1);
+    if (!s->collect_dir) return;
+    DIR *d = opendir(s->collect_dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (snprintf(path, sizeof path, "%s/%s", s->collect_dir, e->d_name) < (int)sizeof path)
+            unlink(path);
+    }
+    closedir(d);
+    rmdir(s->collect_dir);
 }
 
 void sonde__session_install_sigterm(sonde_session_t *s)

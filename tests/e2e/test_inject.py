@@ -12,6 +12,7 @@ construction; bounds from tests/accuracy.py at the sample counts the
 report gives (the test runs longer when they fall short).
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -145,6 +146,45 @@ def test_inject_worker_thread_split(env):
         check("from inside" in proc.stderr, "second attach:\n%s" % proc.stderr)
         check(marks["pure"] in _lines(load_json(out), script), "second attach: no pure line")
     return "; ".join(notes)
+
+
+def test_inject_command_killed(env):
+    """sonde killed (SIGKILL) while its profiler runs in the target: within
+    about a second the injected sampler thread ends and its directory is
+    gone; the target runs on, and a new --inject works."""
+    if not _injects(env):
+        raise Skip("injection needs 3.14 (test_inject_worker_thread_split checks the refusal)")
+    script = env.write("server.py", SERVER)
+    out = os.path.join(env.tmp, "again.json")
+    tmp = os.path.join(env.tmp, "tmpdir")
+    os.mkdir(tmp)
+    with Target(env, script, ["worker"]) as target:
+        threads_before = _task_count(target.pid)
+        sonde = subprocess.Popen([env.sonde, "attach", "--inject", str(target.pid), "-o",
+                                  os.path.join(env.tmp, "never.json")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=env.base_env({"TMPDIR": tmp}))
+        deadline = time.time() + 10
+        while _task_count(target.pid) == threads_before and time.time() < deadline:
+            time.sleep(0.02)
+        check(_task_count(target.pid) == threads_before + 1,
+              "the injected sampler thread never started: %d threads" % _task_count(target.pid))
+        check(os.listdir(tmp), "no directory of the injected session in %s" % tmp)
+        sonde.kill()
+        sonde.communicate()
+        killed = time.time()
+        while (_task_count(target.pid) != threads_before or os.listdir(tmp)) \
+                and time.time() < killed + 5:
+            time.sleep(0.05)
+        gone_after = time.time() - killed
+        check(_task_count(target.pid) == threads_before,
+              "the injected sampler still runs 5 s after sonde was killed")
+        check(not os.listdir(tmp), "left behind: %r" % os.listdir(tmp))
+        check(target.proc.poll() is None, "the target ended")
+        proc = _attach(env, target.pid, ["-d", "0.5"], out)
+        sonde_ok(proc, "attach --inject after a killed one")
+        check("from inside" in proc.stderr, "after a killed one:\n%s" % proc.stderr)
+    return "sampler gone %.2f s after sonde was killed" % gone_after
 
 
 def test_inject_refusals_fall_back_outside(env):
