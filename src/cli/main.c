@@ -172,6 +172,14 @@ int sonde_cli_main(int argc, char **argv)
         }
         return main_unblock(c->main(argc - first - 1, argv + first + 1));
     }
+    for (size_t i = 0; i < SONDE_ARRAY_LEN(main_commands); i++) {
+        if (main_commands[i].name[0] == '_') continue; /* internal */
+        if (sonde_opt_near(cmd, strlen(cmd), main_commands[i].name)) {
+            sonde_cli_error("unknown command '%s'; did you mean '%s'? (see 'sonde --help')", cmd,
+                            main_commands[i].name);
+            return 2;
+        }
+    }
     sonde_cli_error("unknown command '%s' (see 'sonde --help')", cmd);
     return 2;
 }

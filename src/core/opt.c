@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define OPT_WORD_MAX 64     /* an option's name as given, for messages */
@@ -133,8 +134,82 @@ static int opt_apply(const sonde_opt_family_t *fam, void *target, const sonde_op
     return rc;
 }
 
-static int opt_unknown(const sonde_opt_cmd_t *cmd, const char *word, char *err, size_t err_len)
+size_t sonde_opt_distance(const char *a, size_t alen, const char *b)
 {
+    /* optimal string alignment: edits, plus a swap of two neighbours */
+    size_t blen = strlen(b);
+    if (alen > OPT_WORD_MAX || blen > OPT_WORD_MAX) return SIZE_MAX;
+    size_t rows[3][OPT_WORD_MAX + 1];
+    size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= blen; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= alen; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= blen; j++) {
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            if (prev[j - 1] + cost < best) best = prev[j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        size_t *spare = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = spare;
+    }
+    return prev[blen];
+}
+
+bool sonde_opt_near(const char *word, size_t len, const char *name)
+{
+    size_t d = sonde_opt_distance(word, len, name);
+    /* one edit in a short name, two in a longer one */
+    return d > 0 && d <= (len >= 7 ? 2 : 1);
+}
+
+/* The one visible long option word[0..len-1] is closest to, when it is
+ * near one (sonde_opt_near) and no other is as near; else NULL. */
+static const char *opt_nearest(const sonde_opt_cmd_t *cmd, bool embedded, const char *word,
+                               size_t len)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    bool tie = false;
+    for (size_t f = 0; cmd->families[f]; f++) {
+        const sonde_opt_family_t *fam = cmd->families[f];
+        for (size_t k = 0; k < fam->n_opts; k++) {
+            const sonde_opt_t *opt = &fam->opts[k];
+            if (!opt_visible(opt, embedded)) continue;
+            const char *names[2] = {opt->name, opt->alias};
+            for (size_t n = 0; n < 2; n++) {
+                if (!names[n] || !sonde_opt_near(word, len, names[n])) continue;
+                size_t d = sonde_opt_distance(word, len, names[n]);
+                if (d < best_d) {
+                    best = names[n];
+                    best_d = d;
+                    tie = false;
+                } else if (d == best_d && strcmp(best, names[n]) != 0) {
+                    tie = true;
+                }
+            }
+        }
+    }
+    return tie ? NULL : best;
+}
+
+static int opt_unknown(const sonde_opt_cmd_t *cmd, bool embedded, const char *word, char *err,
+                       size_t err_len)
+{
+    const char *eq = word[1] == '-' ? strchr(word, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - word) : strlen(word);
+    const char *near = word[1] == '-' ? opt_nearest(cmd, embedded, word, len) : NULL;
+    if (near)
+        return sonde_errf(err, err_len,
+                          "unknown option '%.*s'; did you mean '%s'? (see 'sonde%s%s --help')",
+                          (int)len, word, near, cmd->name[0] ? " " : "", cmd->name);
     return sonde_errf(err, err_len, "unknown option '%s' (see 'sonde%s%s --help')", word,
                       cmd->name[0] ? " " : "", cmd->name);
 }
@@ -168,7 +243,7 @@ static int opt_word(const sonde_opt_cmd_t *cmd, sonde_opt_ctx_t *ctx, int argc, 
         /* a flag's word is exactly "-x" */
         if (n && attached && (found.help || found.opt->kind == SONDE_OPT_FLAG)) n = 0;
     }
-    if (n == 0) return opt_unknown(cmd, arg, err, err_len);
+    if (n == 0) return opt_unknown(cmd, ctx->embedded, arg, err, err_len);
     if (found.help) {
         if (attached) return sonde_errf(err, err_len, "option %.*s takes no value", (int)len, arg);
         ctx->help = true;

@@ -141,5 +141,11 @@ void sonde_opt_help_item(struct sonde_buf *out, const char *label, const char *t
  * an unsigned whole number in [lo, hi]. */
 bool sonde_opt_number(const char *text, double *value);
 bool sonde_opt_count(const char *text, double lo, double hi, uint64_t *value);
+/* The edits (insert, delete, change, swap of neighbours) between
+ * a[0..alen-1] and b; SIZE_MAX for words over 64 bytes. Pure. */
+size_t sonde_opt_distance(const char *a, size_t alen, const char *b);
+/* Whether word[0..len-1], not name itself, is a likely mistyping of name:
+ * one edit away, two for a word of 7 bytes or more ("did you mean"). */
+bool sonde_opt_near(const char *word, size_t len, const char *name);
 
 #endif

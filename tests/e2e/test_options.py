@@ -138,7 +138,12 @@ def test_one_grammar(env):
                         (["merge", "--outfile="], "option --outfile needs a file name"),
                         (["trace", "-s", "cum", script], "option -s needs a sort key"),
                         (["--python"], "option --python needs a path"),
-                        (["--bogus"], "unknown option '--bogus' (see 'sonde --help')")):
+                        (["--bogus"], "unknown option '--bogus' (see 'sonde --help')"),
+                        (["run", "--memroy", script],
+                         "unknown option '--memroy'; did you mean '--memory'?"),
+                        (["attach", "--durtion=1", "1"],
+                         "unknown option '--durtion'; did you mean '--duration'?"),
+                        (["attatch", "1"], "unknown command 'attatch'; did you mean 'attach'?")):
         proc = env.run_sonde(args)
         err = proc.stderr
         check(proc.returncode == 2 and err.startswith("sonde: ") and err.count("\n") == 1

@@ -241,7 +241,15 @@ static void test_errors(void)
          "option --refuse needs a value it likes, got 'bad'",
          1},
         {"opt_err_own_message", {"--refuse", "own"}, "--refuse: its own message for 'own'", 2},
-        {"opt_err_no_prefix", {"--na=x"}, "unknown option '--na=x'", 1},
+        {"opt_err_no_prefix", {"--na=x"}, "unknown option '--na'; did you mean '--nap'?", 1},
+        {"opt_err_did_you_mean",
+         {"--colur=red"},
+         "unknown option '--colur'; did you mean '--colour'? (see 'sonde test --help')",
+         1},
+        {"opt_err_swapped_letters",
+         {"--falg"},
+         "unknown option '--falg'; did you mean '--flag'?",
+         1},
         {"opt_err_escaped", {"--a\nb\x1b"}, "unknown option '--a\\nb\\x1b'", 1},
     };
     char err[256];
@@ -405,8 +413,22 @@ static void test_values_helpers(void)
           "opt_count", "%llu", (unsigned long long)n);
 }
 
+static void test_distance(void)
+{
+    check(sonde_opt_distance("--memroy", 8, "--memory") == 1 &&
+              sonde_opt_distance("--mem", 5, "--memory") == 3 &&
+              sonde_opt_distance("", 0, "ab") == 2 && sonde_opt_distance("ab", 2, "ab") == 0,
+          "opt_distance", "%zu %zu", sonde_opt_distance("--memroy", 8, "--memory"),
+          sonde_opt_distance("--mem", 5, "--memory"));
+    check(sonde_opt_near("--memroy", 8, "--memory") && sonde_opt_near("trce", 4, "trace") &&
+              !sonde_opt_near("run", 3, "run") && !sonde_opt_near("--json-out", 10, "--json") &&
+              !sonde_opt_near("vew", 3, "merge"),
+          "opt_near", "wrong guess");
+}
+
 int main(void)
 {
+    test_distance();
     test_values();
     test_flags_and_words();
     test_help();

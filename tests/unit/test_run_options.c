@@ -249,7 +249,10 @@ static void test_errors(void)
          "unknown option '--bogus' (see 'sonde run --help')",
          2},
         {"ropts_err_no_program", {"--stacks"}, "no program given: sonde run [options]", 1},
-        {"ropts_err_not_a_prefix", {"--outfile-x=a", "a.py"}, "unknown option '--outfile-x=a'", 2},
+        {"ropts_err_not_a_prefix",
+         {"--outfile-x=a", "a.py"},
+         "unknown option '--outfile-x'; did you mean '--outfile'?",
+         2},
     };
     for (size_t k = 0; k < SONDE_ARRAY_LEN(cases); k++) {
         char *words[3];
