@@ -28,16 +28,28 @@
 #define VIEW_MAX_INPUT ((size_t)1 << 30) /* a profile larger than 1 GiB is refused */
 #define VIEW_MAX_BROWSER_ARGS 32
 
+/* The options' target: -o's value, --force. */
+typedef struct view_opts {
+    const char *out;
+    bool force;
+} view_opts_t;
+
 static int view_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
                       char *err, size_t err_len)
 {
-    *(const char **)target = value;
+    view_opts_t *o = target;
+    if (opt->id == 1)
+        o->force = true;
+    else
+        o->out = value;
     return 0;
 }
 
 static const sonde_opt_t view_table[] = {
     {"--output", "--outfile", 'o', SONDE_OPT_VALUE, 0, SONDE_OPT_NONEMPTY, "FILE", "a file name",
      "write the page to FILE ('-' for standard output) and do not open it", NULL},
+    {"--force", NULL, 0, SONDE_OPT_FLAG, 1, 0, NULL, NULL,
+     "replace the output file even when it is not a report sonde wrote", NULL},
 };
 static const sonde_opt_family_t view_options = {
     NULL, view_table, SONDE_ARRAY_LEN(view_table), view_apply, NULL,
@@ -212,17 +224,21 @@ static int view_open(const char *path, char *how, size_t how_len)
 
 /* Parses the words after "view". Returns 0, 1 for --help, or -1 (message
  * printed). */
-static int view_parse(int argc, char **argv, const char **in, const char **out)
+static int view_parse(int argc, char **argv, const char **in, const char **out, bool *force)
 {
     char err[512] = "";
-    void *targets[] = {out, NULL};
+    view_opts_t opts = {NULL, false};
+    void *targets[] = {&opts, NULL};
     sonde_opt_ctx_t ctx = {.targets = targets, .arg = in};
     *in = NULL;
     *out = NULL;
+    *force = false;
     if (sonde_opt_parse(&view_command, &ctx, argc, argv, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
         return -1;
     }
+    *out = opts.out;
+    *force = opts.force;
     if (ctx.help) return 1;
     if (!*in) {
         sonde_cli_error("no profile given: sonde view profile.json [-o profile.html]");
@@ -240,6 +256,23 @@ static int view_parse(int argc, char **argv, const char **in, const char **out)
     return 0;
 }
 
+/* Whether path may be written: it does not exist, is not a regular file
+ * (a device, a FIFO), or is a report sonde wrote (its generator tag
+ * within the first 4 KiB). */
+static bool view_may_replace(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return true;
+    if (st.st_size == 0) return true;
+    FILE *f = fopen(path, "rb");
+    if (!f) return true; /* the write says why */
+    char head[4097];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    return strstr(head, "<meta name=\"generator\" content=\"sonde ") != NULL;
+}
+
 int sonde_cli_view(int argc, char **argv)
 {
     const char *in = NULL, *out_path = NULL;
@@ -248,7 +281,8 @@ int sonde_cli_view(int argc, char **argv)
     char *abs_path = NULL;
     int status = 1;
 
-    int parsed = view_parse(argc, argv, &in, &out_path);
+    bool force = false;
+    int parsed = view_parse(argc, argv, &in, &out_path, &force);
     if (parsed != 0) return parsed > 0 ? sonde_cli_help(view_help) : 2;
     int rc = sonde_buf_read_file(&json, in, VIEW_MAX_INPUT, NULL);
     if (rc < 0) {
@@ -295,6 +329,12 @@ int sonde_cli_view(int argc, char **argv)
             goto done;
         }
         target = default_out.data;
+    }
+    if (!force && !view_may_replace(target)) {
+        sonde_cli_error("%s exists and is not a report sonde wrote: give -o another name, or "
+                        "--force to replace it",
+                        target);
+        goto done;
     }
     if ((rc = sonde_write_output(target, page.data, page.len)) < 0) {
         sonde_cli_error("cannot write %s: %s", target, strerror(-rc));

@@ -542,6 +542,28 @@ def test_view_writes_and_opens(env):
     check(proc.returncode == 0 and os.path.exists(out), "python -m sonde view: %s" % proc.stderr)
 
 
+def test_view_keeps_files_it_did_not_write(env):
+    """view never replaces a file that is not a report of sonde's (the
+    user's own notes.html beside notes.json) without --force; a report it
+    wrote is replaced as before, and -o to a new name is written."""
+    prof = env.write("notes.json", '{"files": {}, "program": "p.py"}\n')
+    mine = env.write("notes.html", "<p>my own notes</p>\n")
+    no_browser = {"BROWSER": "", "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+    for extra in ([], ["-o", mine]):
+        proc = env.run_sonde(["view", prof] + extra, env=no_browser)
+        check(proc.returncode == 1 and proc.stderr.count("\n") == 1
+              and "notes.html exists and is not a report sonde wrote" in proc.stderr
+              and "--force" in proc.stderr, "%s: exit %d, %r" % (extra, proc.returncode, proc.stderr))
+        with open(mine, encoding="utf-8") as f:
+            check(f.read() == "<p>my own notes</p>\n", "the user's file was changed")
+    proc = env.run_sonde(["view", prof, "--force"], env=no_browser)
+    check(proc.returncode == 0, "--force: %s" % proc.stderr)
+    with open(mine, encoding="utf-8") as f:
+        check('content="sonde ' in f.read(), "--force did not replace it")
+    proc = env.run_sonde(["view", prof], env=no_browser)
+    check(proc.returncode == 0, "replacing its own report: %s" % proc.stderr)
+
+
 def test_odd_profile_renders(env):
     """Valid JSON of the wrong types and ranges (strings for numbers, missing
     fields, negative and huge line numbers, bad frame indices): the viewer
