@@ -64,6 +64,11 @@ if mode == "worker":
     threading.Thread(target=work, daemon=True).start()
     print("ready", flush=True)
     threading.Event().wait()
+elif mode == "ends":
+    print("ready", flush=True)
+    end = time.time() + float(sys.argv[2])
+    while time.time() < end:
+        pure(100000)
 elif mode == "sleeping":
     print("ready", flush=True)
     time.sleep(1000)
@@ -185,6 +190,27 @@ def test_inject_command_killed(env):
         sonde_ok(proc, "attach --inject after a killed one")
         check("from inside" in proc.stderr, "after a killed one:\n%s" % proc.stderr)
     return "sampler gone %.2f s after sonde was killed" % gone_after
+
+
+def test_inject_target_exits(env):
+    """A target that ends while its profiler runs hands the profile over at
+    its exit: the report covers what ran, with its exit status kept."""
+    if not _injects(env):
+        raise Skip("injection needs 3.14 (test_inject_worker_thread_split checks the refusal)")
+    script = env.write("server.py", SERVER)
+    marks = marked_lines(script)
+    out = os.path.join(env.tmp, "ends.json")
+    with Target(env, script, ["ends", "2"]) as target:
+        proc = _attach(env, target.pid, ["-d", "30"], out)
+        sonde_ok(proc, "attach --inject of a target that ends")
+        check(target.proc.wait(timeout=30) == 0, "the target's exit status changed")
+        check(target.proc.stderr.read() == b"", "the target wrote to stderr")
+    prof = load_json(out)
+    pure = _lines(prof, script).get(marks["pure"])
+    check(pure and pure["n_samples"] > 0, "no samples on the pure line: %r" % pure)
+    check(prof["elapsed_time_sec"] < 10, "the session outlived the target: %r"
+          % prof["elapsed_time_sec"])
+    return "%d samples on the pure line in %.1f s" % (pure["n_samples"], prof["elapsed_time_sec"])
 
 
 def test_inject_refusals_fall_back_outside(env):
