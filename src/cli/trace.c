@@ -26,6 +26,7 @@ int sonde_cli_trace(int argc, char **argv)
         return 2;
     }
     if (opts.help) return sonde_cli_help(sonde_trace_help);
+    sonde_cli_choose_python(opts.python);
     /* The parsed options travel encoded; the tracer's boot decodes them
      * (src/ext/boot.c, src/trace/boot.c). */
     sonde_buf_t words = SONDE_BUF_INIT;

@@ -22,7 +22,7 @@ const char *const sonde_trace_sort_choices[] = {
 };
 static const char *const topts_formats[] = {"pstats", "pprof", NULL};
 
-enum { TRACE_OUTFILE, TRACE_FORMAT, TRACE_SORT, TRACE_MODULE };
+enum { TRACE_OUTFILE, TRACE_FORMAT, TRACE_SORT, TRACE_MODULE, TRACE_PYTHON };
 
 static int topts_apply(void *target, const sonde_opt_t *opt, const char *word, const char *value,
                        char *err, size_t err_len)
@@ -38,6 +38,9 @@ static int topts_apply(void *target, const sonde_opt_t *opt, const char *word, c
     case TRACE_SORT:
         opts->sort = value;
         break;
+    case TRACE_PYTHON:
+        opts->python = value;
+        break;
     default:
         opts->module_flag = true;
         break;
@@ -46,7 +49,8 @@ static int topts_apply(void *target, const sonde_opt_t *opt, const char *word, c
 }
 
 /* The long names differ in their first letter, so every prefix of one is
- * unique (optparse's rule, which cProfile's command line follows). */
+ * unique (optparse's rule, which cProfile's command line follows;
+ * --python, sonde's own, keeps to it). */
 static const sonde_opt_t topts_table[] = {
     {"--outfile", "--output", 'o', SONDE_OPT_VALUE, TRACE_OUTFILE, SONDE_OPT_NONEMPTY, "OUTFILE",
      "a file name",
@@ -63,6 +67,11 @@ static const sonde_opt_t topts_table[] = {
      sonde_trace_sort_choices},
     {NULL, NULL, 'm', SONDE_OPT_FLAG, TRACE_MODULE, 0, NULL, NULL,
      "the first argument is a module to run", NULL},
+    {"--python", NULL, 0, SONDE_OPT_VALUE, TRACE_PYTHON, SONDE_OPT_COMMAND | SONDE_OPT_NONEMPTY,
+     "PATH", "a path to an interpreter",
+     "the interpreter to run (default: $SONDE_PYTHON, else python3 as found on PATH, so an "
+     "activated virtual environment's), as 'sonde run --python'",
+     NULL},
 };
 
 static const sonde_opt_family_t topts_options = {

@@ -29,6 +29,7 @@ typedef struct sonde_trace_opts {
                             cProfile default (stdname before 3.11, then
                             cumulative) */
     bool module_flag;    /* -m was given: the first argument is a module */
+    const char *python;  /* --python PATH (the command only, as run's), borrowed */
     bool help;           /* -h/--help (the parse stopped there) */
     /* What to run after a successful parse (unless help): exactly one of
      * script and module. prog_argv[0] is the script path or the module

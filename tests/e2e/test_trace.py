@@ -268,6 +268,23 @@ def test_cli_errors(env):
     check("trace" in top.stdout, "sonde --help does not list trace")
 
 
+def test_trace_python_option(env):
+    """`sonde trace --python PATH` runs PATH, as `sonde run --python` does,
+    whatever SONDE_PYTHON says."""
+    script = env.write("which.py", "import sys\nprint(sys.executable)\n")
+    proc = env.run_sonde(["trace", "--python", env.python, "-s", "calls", script],
+                         env={"SONDE_PYTHON": "/nonexistent/python"})
+    check(proc.returncode == 0, "trace --python: %s" % proc.stderr)
+    check(os.path.realpath(proc.stdout.splitlines()[0]) == os.path.realpath(env.python),
+          "ran %r, not %s" % (proc.stdout.splitlines()[:1], env.python))
+    proc = env.run_sonde(["trace", "--python", "/nonexistent/python", script])
+    check(proc.returncode != 0 and "cannot start the interpreter '/nonexistent/python'"
+          in proc.stderr, "a missing interpreter: %r" % proc.stderr)
+
+
+test_trace_python_option.versions = "tiers: the command's choice of interpreter"
+
+
 def test_python_dash_m_sonde_trace(env):
     script = env.write("hello.py", "def f():\n    return 2\nprint(f())\n")
     proc = env.run_python(["-m", "sonde", "trace", script], env={"PYTHONPATH": env.lib})
