@@ -117,7 +117,11 @@ static int merge_one(const char *path, sonde_profile_t *merged)
     }
     rc = sonde_profile_load_json(&prof, text.data ? text.data : "", text.len, why, sizeof why);
     if (rc == -EINVAL) {
-        sonde_cli_error("%s is not a sonde JSON profile: %s", path, why);
+        /* what to do: merge reads the JSON every command writes */
+        sonde_cli_error("%s is not a sonde JSON profile: %s; merge reads the JSON of 'sonde run "
+                        "--json -o FILE' (or attach/record --json), then writes any format "
+                        "with -o",
+                        path, why);
         goto done;
     }
     if (rc == 0) rc = sonde_profile_merge(merged, &prof);

@@ -234,6 +234,9 @@ def test_merge_bad_input(env):
         check(proc.returncode != 0, "%s: exit 0" % name)
         check(len(err) == 1 and err[0].startswith("sonde: ") and name in err[0],
               "%s: stderr %r" % (name, proc.stderr))
+        # a refusal names what to do
+        check("sonde run --json -o FILE" in err[0] or "cannot merge" in err[0],
+              "%s: the refusal says not what to do: %r" % (name, err[0]))
         check(not os.path.exists(out), "%s: an output file was written" % name)
         check(not [f for f in os.listdir(env.tmp) if "sonde-tmp" in f], "%s: a temporary file was left" % name)
     for args in (["merge"], ["merge", os.path.join(env.tmp, "missing.json"), "-o", out],
