@@ -1,5 +1,6 @@
 """The `sonde` command itself: help, version, and one-line errors."""
 import os
+import shutil
 
 from support import check
 
@@ -80,3 +81,30 @@ def test_output_option_in_every_command(env):
     _one_line_error(env.run_sonde(["view", good, "-o", svg]), "HTML report only", "svg")
     check(not os.path.exists(svg), "view wrote %s" % svg)
     _one_line_error(env.run_sonde(["record", "--format", "png", "--", "true"]), "unknown format 'png'")
+
+
+def test_python_m_sonde_from_the_checkout(env):
+    """The README's `PYTHONPATH=build/lib python3 -m sonde run app.py`, from
+    the repository's root, where the source folder sonde/ (no compiled
+    module in it) comes first on sys.path: the build's package is used."""
+    checkout = os.path.join(env.tmp, "checkout")
+    os.makedirs(os.path.join(checkout, "build"))
+    shutil.copytree(os.path.join(env.root, "sonde"), os.path.join(checkout, "sonde"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.symlink(env.lib, os.path.join(checkout, "build", "lib"))
+    os.symlink(os.path.join(env.build, "bin"), os.path.join(checkout, "build", "bin"))
+    app = env.write("checkout/app.py", "print('app ran')\n")
+    proc = env.run([env.python, "-m", "sonde", "run", "--json", "-o", "out.json", app],
+                   env={"PYTHONPATH": "build/lib"}, cwd=checkout)
+    check(proc.returncode == 0 and "app ran" in proc.stdout,
+          "python -m sonde from the checkout: exit %d, %s" % (proc.returncode, proc.stderr[-800:]))
+    check(os.path.exists(os.path.join(checkout, "out.json")), "no report written")
+    # and a missing build still says what is missing
+    os.unlink(os.path.join(checkout, "build", "lib"))
+    proc = env.run([env.python, "-m", "sonde", "--version"], cwd=checkout)
+    check(proc.returncode != 0 and "sonde._sonde" in proc.stderr, "without a build: %r"
+          % proc.stderr[-500:])
+
+
+test_python_m_sonde_from_the_checkout.versions = ("tiers: the package's import from a checkout, "
+                                                  "the same Python code on every interpreter")
