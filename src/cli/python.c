@@ -1,8 +1,10 @@
 /* python.c — which interpreter `sonde run` and `sonde trace` start.
  *
  * Owns: the choice of the interpreter (--python PATH, else $SONDE_PYTHON,
- * else `python3` found on PATH as the shell finds it, so an activated
- * virtual environment comes first), its search on PATH, and the check
+ * else, with no virtual environment activated, the python3 of the venv
+ * this command is installed in, else `python3` found on PATH as the shell
+ * finds it, so an activated virtual environment comes first), its search
+ * on PATH, and the check
  * that this sonde has an extension module for that interpreter's version
  * (one line naming the command that builds one when it has not). Called
  * by sonde_cli_launch (start.c) just before the hand-over. The version is
@@ -15,6 +17,7 @@
 #include "cli.h"
 
 #include "../core/buf.h"
+#include "../prim/prim.h"
 #include "../pyread/pyversions.h"
 
 #include <dirent.h>
@@ -30,6 +33,8 @@
 #define PYTHON_TAG_MAX 16                   /* "312", "313t", "311d": digits and ABI flags */
 #define PYTHON_CFG_LINES 64                 /* lines of pyvenv.cfg read */
 
+static bool python_is_executable(const char *path);
+
 /* The interpreter given with --python (global or `run`'s); NULL when none. */
 static const char *python_chosen;
 
@@ -38,11 +43,35 @@ void sonde_cli_choose_python(const char *path)
     if (path && *path) python_chosen = path;
 }
 
+/* The interpreter of the virtual environment this command is installed
+ * in (pip install sonde into a venv: <venv>/bin/sonde beside
+ * <venv>/bin/python3, <venv>/pyvenv.cfg above), as every console script of
+ * a venv runs its own; NULL elsewhere. */
+static const char *python_own_venv(void)
+{
+    static char own[PATH_MAX];
+    char exe[PATH_MAX], cfg[PATH_MAX + 32];
+    if (sonde_prim_self_exe(exe, sizeof exe) < 0) return NULL;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = 0; /* <venv>/bin */
+    if (snprintf(cfg, sizeof cfg, "%s/../pyvenv.cfg", exe) >= (int)sizeof cfg ||
+        access(cfg, R_OK) != 0)
+        return NULL;
+    if (snprintf(own, sizeof own, "%s/" PYTHON_DEFAULT, exe) >= (int)sizeof own) return NULL;
+    return python_is_executable(own) ? own : NULL;
+}
+
 const char *sonde_cli_python(void)
 {
     if (python_chosen) return python_chosen;
     const char *env = getenv("SONDE_PYTHON");
-    return env && *env ? env : PYTHON_DEFAULT;
+    if (env && *env) return env;
+    /* an activated venv wins (its python3 comes first on PATH); without
+     * one, a sonde installed in a venv runs that venv's interpreter */
+    const char *active = getenv("VIRTUAL_ENV");
+    const char *own = active && *active ? NULL : python_own_venv();
+    return own ? own : PYTHON_DEFAULT;
 }
 
 /* Whether path is an executable regular file. */

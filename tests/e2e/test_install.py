@@ -59,15 +59,23 @@ def _call(argv, env, cwd, timeout=180):
     return proc
 
 
+_SHARED_MADE = set()  # the shared builds made by this run
+
+
 def _shared_build(env):
     """The build directory both installs use: the test build's objects that
     no interpreter's headers went into (the command, the core, the shim)
-    and its compiler stamp, copied with their times. Made once per run."""
-    build = os.path.join(env.root, "build", "test-install")
-    if not os.path.isdir(build):
+    and its compiler stamp, copied with their times. Made afresh once per
+    run and test build: one kept from an earlier run held objects of an
+    older tree (a struct that changed since), which pip's make then linked
+    with new ones."""
+    build = env.build.rstrip(os.sep) + "-install"
+    if build not in _SHARED_MADE:
+        shutil.rmtree(build, ignore_errors=True)
         os.makedirs(build)
         shutil.copy2(os.path.join(env.build, "compiler"), build)
         shutil.copytree(os.path.join(env.build, "obj", "src"), os.path.join(build, "obj", "src"))
+        _SHARED_MADE.add(build)
     return build
 
 
@@ -111,6 +119,8 @@ def _check_profile(env, argv, shell, venv, app, out):
           "%s: sonde_venv_only came from %s" % (argv[:2], seen["module"]))
     with open(out, encoding="utf-8") as f:
         prof = json.load(f)
+    check(app in prof["files"], "%s: no lines of %s in the profile (%d samples); stderr: %s"
+          % (argv[:2], app, prof.get("n_samples", 0), [list(prof["files"]), prof.get("program"), prof.get("unattributed_percent"), prof.get("processes")]))
     lines = lines_by_no(prof, app)
     hot = marked_lines(app)["hot"]
     best = max(lines.values(), key=line_total)
@@ -145,6 +155,14 @@ def _pip_install_and_use(env, python):
     os.unlink(out)
     _check_profile(env, ["python", "-m", "sonde", "run", "--json", "-o", out, app], shell, venv,
                    app, out)
+    # not activated: venv/bin/sonde runs its own venv's python, as every
+    # console script of a venv does (python3 on PATH is another one)
+    os.unlink(out)
+    outside = dict(shell)
+    outside.pop("VIRTUAL_ENV")
+    outside["PATH"] = os.pathsep.join(p for p in shell["PATH"].split(os.pathsep)
+                                      if p != os.path.join(venv, "bin"))
+    _check_profile(env, [command, "run", "--json", "-o", out, app], outside, venv, app, out)
     _call(["python", "-m", "pip", "uninstall", "-y", "sonde"], shell, env.tmp)
     left = [p for p in (command, pkg) if os.path.lexists(p)]
     left += glob.glob(os.path.join(site, "sonde-*.dist-info"))
