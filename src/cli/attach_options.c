@@ -171,7 +171,8 @@ static const sonde_opt_cmd_t aopts_commands[] = {
             "loaded into it) until Ctrl-C, --duration, or the process exits, then writes\n"
             "what it found in any of the formats below: the stack formats (flame\n"
             "graphs), or the same line-level report as 'sonde run'. Without -o the\n"
-            "output goes to standard output.\n",
+            "output goes to standard output. With --inject (Python 3.14+) sonde's own\n"
+            "profiler is loaded into the process for the run instead, then taken out.\n",
             "The text and JSON reports charge time as 'sonde run' does (Python, native and\n"
             "system time on the program's own lines, blocked time in sleeps and I/O\n"
             "included); --idle and --threads shape the stacks only. Attaching needs\n"
