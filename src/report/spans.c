@@ -4,12 +4,13 @@
  * Owns: the layout of one entry of the "slowest tests" summary the pytest
  * plugin prints (sonde/pytest_plugin.py hands the text to pytest's
  * terminal as it is): names, paths and source text are sanitised and each
- * line clipped to the terminal's width as the terminal report does
- * (termtext.c). Reads a model built from the span's own samples
+ * line but the test's id clipped to the terminal's width as the terminal
+ * report does (termtext.c). Reads a model built from the span's own samples
  * (src/ext/spans.c). Plain C, no libpython; never in a signal handler.
  */
 #include "report_internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +72,9 @@ int sonde_report_span_text(sonde_buf_t *out, const char *name, double wall_sec,
     sonde_ns_t sampled = prof->total_ns + prof->unattributed_ns;
     sonde__tline_printf(&tl, "%7.2fs  ", wall_sec);
     sonde__tline_text(&tl, name);
-    sonde__tline_end(&tl, out, width);
+    /* the test's id whole, whatever its length: two ids cut at the same
+     * column read the same (the terminal wraps a long one) */
+    sonde__tline_end(&tl, out, INT_MAX);
     if (!sampled) {
         sonde__tline_text(&tl, "          no samples (shorter than the sampling interval)");
         sonde__tline_end(&tl, out, width);

@@ -73,6 +73,17 @@ static void test_text(const char *dir, const sonde_profile_t *prof)
     }
     check(fits, "span_text_clipped", "%s", out.data ? out.data : "(null)");
     sonde_buf_free(&out);
+
+    /* two ids alike up to past the width: each printed whole */
+    const char *ids[2] = {"tests/test_flow.py::TestGomoryHuTree::test_karate_gomory_hu_tree",
+                          "tests/test_flow.py::TestGomoryHuTree::test_florentine_families"};
+    for (int k = 0; k < 2; k++) {
+        out = (sonde_buf_t)SONDE_BUF_INIT;
+        rc = sonde_report_span_text(&out, ids[k], 1.0, prof, dir, 3, 40);
+        check(rc == 0 && out.data && strstr(out.data, ids[k]), "span_text_id_whole", "%s",
+              out.data ? out.data : "(null)");
+        sonde_buf_free(&out);
+    }
 }
 
 static void test_empty(void)
