@@ -52,7 +52,14 @@ def _magic_cell(shell):
     return frame.f_code.co_filename if frame is not None else None
 
 
-def _profile(shell, options, code, exclude=None):
+def _title(magic, code):
+    """The report's header for code profiled by magic: its first line that
+    is not blank, not the kernel's command line."""
+    first = next((text.strip() for text in code.splitlines() if text.strip()), "")
+    return "%s %s" % (magic, first[:77] + "..." if len(first) > 80 else first)
+
+
+def _profile(shell, options, code, exclude=None, magic="%%sonde"):
     """Runs code as a cell under sonde and displays the report; exclude: a
     file name not to profile."""
     notebook = _in_notebook(shell)
@@ -61,7 +68,8 @@ def _profile(shell, options, code, exclude=None):
     try:
         # the kernel's own threads, idle in poll, are not the cell's
         _sonde.start(outfile=path, format="html" if notebook else "text", options=options,
-                     other_threads=False, profile_exclude=[exclude] if exclude else None)
+                     other_threads=False, profile_exclude=[exclude] if exclude else None,
+                     program=_title(magic, code))
         try:
             shell.run_cell(code, store_history=False)
         finally:
@@ -91,7 +99,7 @@ def load_ipython_extension(shell):
         try:
             if cell is None:  # the cell around %sonde may hold the code it calls
                 options, code = _split_line(line)
-                _profile(shell, options, code)
+                _profile(shell, options, code, magic="%sonde")
             else:
                 _profile(shell, shlex.split(line), cell, _magic_cell(shell))
         except (ValueError, TypeError, RuntimeError) as e:  # the options, as C checked them

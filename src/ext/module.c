@@ -184,16 +184,18 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
                              "options",
                              "other_threads",
                              "gc",
+                             "program",
                              NULL};
     PyObject *interval = NULL, *threshold = NULL, *malloc_threshold = NULL;
     PyObject *outfile = Py_None, *only = Py_None, *exclude = Py_None, *gpu = Py_None;
     PyObject *format = Py_None, *options = Py_None;
+    const char *program = NULL;
     int json = 0, virtual_time = 0, profile_all = 0, all_lines = 0, stacks = 0, memory = 0;
     int verbose = 0, other_threads = 1, gc = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOpppOOOpppOOpOOpp:start", kwlist, &interval,
-                                     &outfile, &json, &virtual_time, &profile_all, &only, &exclude,
-                                     &threshold, &all_lines, &stacks, &memory, &malloc_threshold,
-                                     &gpu, &verbose, &format, &options, &other_threads, &gc))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "|OOpppOOOpppOOpOOppz:start", kwlist, &interval, &outfile, &json,
+            &virtual_time, &profile_all, &only, &exclude, &threshold, &all_lines, &stacks, &memory,
+            &malloc_threshold, &gpu, &verbose, &format, &options, &other_threads, &gc, &program))
         return NULL;
     if ((interval && !module_is_number(interval, true, "interval")) ||
         (threshold && !module_is_number(threshold, true, "cpu_percent_threshold")) ||
@@ -235,7 +237,7 @@ static PyObject *module_start(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     opts.prior_threads_out = !other_threads;
-    if (sonde_session_start_gil(&opts, false, NULL) < 0) goto done;
+    if (sonde_session_start_gil(&opts, false, program && *program ? program : NULL) < 0) goto done;
     Py_INCREF(Py_None);
     result = Py_None;
 done:
@@ -573,7 +575,7 @@ static PyMethodDef module_methods[] = {
      "      profile_all=False, profile_only=None, profile_exclude=None,\n"
      "      cpu_percent_threshold=1.0, all_lines=False, stacks=False,\n"
      "      memory=False, malloc_threshold=524288, gpu=None, verbose=False,\n"
-     "      format=None, options=None, other_threads=True, gc=False)\n\n"
+     "      format=None, options=None, other_threads=True, gc=False, program=None)\n\n"
      "Starts profiling this process. Under `sonde run` it does nothing.\n"
      "The keywords are `sonde run`'s options, checked by the same code:\n"
      "format is one of text, json, html, svg, folded, speedscope (the last\n"
@@ -588,7 +590,8 @@ static PyMethodDef module_methods[] = {
      "keywords': options=[\"--profile-all\", \"--interval\", \"0.005\"].\n"
      "other_threads=False\n"
      "leaves out the threads already running, but the caller (those a Jupyter\n"
-     "kernel runs for itself); threads started later are profiled."},
+     "kernel runs for itself); threads started later are profiled. program names\n"
+     "what the report's header shows (default: sys.argv, the process's command line)."},
     {"_option_words", module_option_words, METH_O,
      "_option_words(words): how many leading words are `sonde run`'s options."},
     {"stop", module_stop, METH_NOARGS,

@@ -160,6 +160,13 @@ int sonde_session_start_gil(const sonde_run_opts_t *opts, bool from_run, const c
     session_next_injected = false;
     if (s->collect_dir) sonde__session_collect_begin(s);
     session_copy_argv(s);
+    if (program && !from_run && !s->injected) {
+        /* sonde.start(program=...): the header names that alone (a
+         * notebook cell), not the process's command line */
+        for (int i = 0; i < s->argc; i++)
+            free(s->argv[i]);
+        s->argc = 0;
+    }
     if (!program && s->argc > 0) program = s->argv[0];
     if (!(s->program = strdup(program ? program : ""))) goto nomem;
     snprintf(s->python_version, sizeof s->python_version, "%s", Py_GetVersion());

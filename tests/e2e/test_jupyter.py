@@ -89,6 +89,10 @@ def test_ipython_cell_and_line_magics(env):
     reports = re.split(r"(?=sonde \d+\.\d+\.\d+: )", out)[1:]
     check(len(reports) == 2, "want 2 reports (%%sonde, %%sonde stmt): %s" % out[-3000:])
     cell, line = reports
+    # the header names the code profiled, not the kernel's command line
+    check(cell.split("\n", 1)[0].endswith(": %%sonde import time")
+          and line.split("\n", 1)[0].endswith(": %sonde spin(0.3); s = 'it' + \"'s\""),
+          "headers: %r, %r" % (cell.split("\n", 1)[0], line.split("\n", 1)[0]))
     check("every 5 ms" in cell, "--interval not taken: %s" % cell)
     # the cell's file holds all the time: the line calling %%sonde is left out
     check(re.search(r"<ipython-input-\d+-[0-9a-f]+>: 100\.0% of time", cell), cell)
