@@ -117,10 +117,12 @@ LDLIBS   := -lpthread -lm -ldl
 # with dlopen only then (src/fleet/curl_load.c: linked, libcurl and its
 # thirty libraries cost every start ~5 ms); the build needs its header
 # (libcurl4-openssl-dev), the extension, the shim and the core never load
-# it. --as-needed: the command records no library it does not call.
+# it. The live view of `sonde top` and `sonde run --live` draws with
+# ncurses (Debian's libncurses-dev; src/live/), in the command only.
+# --as-needed: the command records no library it does not call.
 CMD_ONLY_SRCS := src/report/html_json.c src/report/json_load.c
 CMD_ONLY_OBJS := $(CMD_ONLY_SRCS:%.c=$(BUILD)/obj/%.o)
-CMD_LDLIBS    := -lcjson -lz
+CMD_LDLIBS    := -lcjson -lz -lncursesw -ltinfo
 CMD_LDFLAGS   := -Wl,--as-needed
 # The tracer's writers (pstats file and cProfile's text) use no Python API:
 # they are built with the core, without Python's headers, so unit tests
@@ -135,7 +137,8 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # dispatcher and the attach reader. The extension links neither;
 # `python3 -m sonde ...` execs this command (tests/e2e/test_module_symbols.py
 # checks the module's symbols).
-CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/collect/*.c src/fleet/*.c))
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c src/attach/*.c src/collect/*.c src/fleet/*.c \
+                 src/live/*.c))
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 # The extension module (inside the profiled interpreter).
 EXT_SRCS  := $(sort $(filter-out $(TRACE_PURE_SRCS),$(wildcard src/ext/*.c src/trace/*.c)))
@@ -287,6 +290,7 @@ $(BUILD)/tests/test_shim: UNIT_EXTRA = -fno-builtin
 # Unit tests of the command's pure parts (its option parsers) link the
 # command's objects too (test_fleet: the fleet module).
 CLI_UNIT_BINS := $(BUILD)/tests/test_attach_options $(BUILD)/tests/test_json_load \
+                 $(BUILD)/tests/test_live_table \
                  $(BUILD)/tests/test_fleet
 CLI_LIB_OBJS  := $(filter-out $(BUILD)/obj/src/cli/entry.o,$(CLI_OBJS)) $(CMD_ONLY_OBJS)
 $(CLI_UNIT_BINS): $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJS) $(CORE_OBJS)

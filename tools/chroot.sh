@@ -24,7 +24,7 @@ DIR=${SONDE_CHROOT:-/var/cache/sonde/sid-chroot}
 PYS=$("$(dirname "$0")/pyversions.sh" from 13) || exit 1
 NEWEST=$("$(dirname "$0")/pyversions.sh" newest) || exit 1
 # a marker written last: a half-made chroot is never taken for a whole one
-STAMP=$DIR/.sonde-ready-v2
+STAMP=$DIR/.sonde-ready-v3
 
 die() { echo "sonde chroot: $*" >&2; exit 1; }
 
@@ -72,7 +72,7 @@ ensure() {
                  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1; } \
             || die "not created: cannot install debootstrap"
     }
-    local pkgs="gcc,make,libc6-dev,libcjson-dev,zlib1g-dev,libcurl4-openssl-dev,ca-certificates" v
+    local pkgs="gcc,make,libc6-dev,libcjson-dev,zlib1g-dev,libcurl4-openssl-dev,libncurses-dev,tmux,ca-certificates" v
     for v in $PYS; do pkgs="$pkgs,python$v,python$v-dev"; done
     if [ ! -x "$DIR/usr/bin/python$NEWEST" ]; then
         rm -rf "$DIR"
@@ -85,13 +85,14 @@ ensure() {
     fi
     do_mount || die "cannot mount /proc and /dev in $DIR"
     # what the build needs (a chroot made by an older version of this
-    # script lacks the libraries added since: zlib, libcurl) and go, which
-    # reads the tests' pprof files
+    # script lacks the libraries added since: zlib, libcurl, ncurses), go,
+    # which reads the tests' pprof files, and tmux, the live view's
+    # terminal in tests/e2e/test_live.py
     chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
         apt-get -o Acquire::Check-Valid-Until=false update -qq >/dev/null 2>&1;
         apt-get -o Acquire::Check-Valid-Until=false install -y -qq zlib1g-dev libcurl4-openssl-dev \
-            golang-go >/dev/null 2>&1' \
-        || { do_umount; die "not ready: cannot install zlib1g-dev, libcurl4-openssl-dev, golang-go"; }
+            libncurses-dev tmux golang-go >/dev/null 2>&1' \
+        || { do_umount; die "not ready: cannot install zlib1g-dev, libcurl4-openssl-dev, libncurses-dev, tmux, golang-go"; }
     # numpy and pytest where Debian builds them for these interpreters
     chroot "$DIR" sh -c 'export DEBIAN_FRONTEND=noninteractive;
         apt-get -o Acquire::Check-Valid-Until=false install -y -qq python3-numpy python3-pytest >/dev/null 2>&1' \

@@ -11,6 +11,8 @@ want=()
 # --upload (src/fleet/): libcurl's header; the command loads the library at run time
 [ -n "$(ls /usr/include/curl/curl.h /usr/include/*/curl/curl.h 2>/dev/null)" ] ||
     want+=(libcurl4-openssl-dev)
+# the live view (sonde top, run --live) draws with ncurses
+[ -f /usr/include/curses.h ] || want+=(libncurses-dev)
 command -v cc >/dev/null 2>&1 || want+=(build-essential)
 if [ "${1:-}" = "--test" ]; then
     if [ -x /usr/bin/python3 ]; then
@@ -26,6 +28,8 @@ if [ "${1:-}" = "--test" ]; then
         [ -x /usr/bin/jupyter-nbconvert ] || want+=(jupyter-nbconvert)
     fi
     [ -x /usr/bin/chromium ] || want+=(chromium)
+    # tests/e2e/test_live.py drives the live view in a terminal
+    command -v tmux >/dev/null 2>&1 || want+=(tmux)
     # tests/e2e/test_pprof.py reads every pprof file with `go tool pprof`
     command -v go >/dev/null 2>&1 || want+=(golang-go)
 fi

@@ -77,6 +77,17 @@ static void attach_restore_signals(void)
         sigaction(attach_signals[i], &attach_old[i], NULL);
 }
 
+volatile sig_atomic_t *sonde_attach_cli_signals_on(void)
+{
+    attach_install_signals();
+    return &attach_stop;
+}
+
+void sonde_attach_cli_signals_off(void)
+{
+    attach_restore_signals();
+}
+
 /* ---- signals: record --------------------------------------------------------------- */
 
 #define RECORD_N_SIGNALS 4

@@ -22,6 +22,7 @@ typedef enum sonde_attach_mode {
     SONDE_ATTACH_MODE_ATTACH, /* sonde attach [options] PID */
     SONDE_ATTACH_MODE_RECORD, /* sonde record [options] -- COMMAND ARGS */
     SONDE_ATTACH_MODE_DUMP,   /* sonde dump PID */
+    SONDE_ATTACH_MODE_TOP,    /* sonde top [options] PID (top.c) */
 } sonde_attach_mode_t;
 
 typedef struct sonde_attach_args {
@@ -40,6 +41,7 @@ typedef struct sonde_attach_args {
     sonde_run_opts_t files;
     bool inject;            /* --inject (attach): profile from inside, PEP 768 */
     double inject_wait_sec; /* --inject-wait: for the target's safe point (5) */
+    double refresh_sec;     /* --refresh (top): the view's interval (1) */
 } sonde_attach_args_t;
 
 /* Parses the words after the command name (argv is not modified; args
@@ -67,10 +69,27 @@ void sonde_attach_cli_open_error(pid_t pid, int rc, const char *version);
 int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
                            const char *outfile, int fd);
 
+/* Builds the profile of everything sampled (the current period's, after
+ * sonde_attach_period_begin) into prof (initialised), finished. Returns 0
+ * or -errno. */
+int sonde_attach_cli_profile(const sonde_attach_t *a, sonde_profile_t *prof);
+/* Writes prof (finished) as sonde_attach_cli_write does. Returns 0, or 1
+ * after printing why it failed. */
+int sonde_attach_cli_write_profile(const sonde_profile_t *prof, const sonde_format_t *format,
+                                   const char *outfile, int fd);
+
 /* Renders what was sampled (the current period's, after
  * sonde_attach_period_begin) in format into out. Returns 0 or -errno. */
 int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *format,
                             sonde_buf_t *out);
+
+/* ---- signals (attach.c) ---------------------------------------------------------------- */
+
+/* attach's SIGINT, SIGTERM and SIGHUP handler (async-signal-safe: one
+ * store): installs it and returns the flag it sets (cleared here);
+ * sonde_attach_cli_signals_off puts the previous handlers back. */
+volatile sig_atomic_t *sonde_attach_cli_signals_on(void);
+void sonde_attach_cli_signals_off(void);
 
 /* ---- profiling from inside (inject.c) ------------------------------------------------ */
 

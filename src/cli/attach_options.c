@@ -15,6 +15,7 @@
 
 #include "../core/buf.h"
 #include "../launch/report_options.h"
+#include "../live/live.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,7 +126,32 @@ static const sonde_opt_family_t aopts_inject_options = {
     NULL, aopts_inject_table, SONDE_ARRAY_LEN(aopts_inject_table), aopts_inject_apply, NULL,
 };
 
-/* The families of attach (record: the first four), in the order of
+/* top --refresh: into args. */
+static int aopts_top_apply(void *target, const sonde_opt_t *opt, const char *word,
+                           const char *value, char *err, size_t err_len)
+{
+    (void)opt;
+    (void)word;
+    sonde_attach_args_t *args = target;
+    if (!sonde_opt_number(value, &args->refresh_sec) ||
+        args->refresh_sec < SONDE_LIVE_REFRESH_MIN || args->refresh_sec > SONDE_LIVE_REFRESH_MAX)
+        return sonde_errf(err, err_len,
+                          "--refresh must be a number of seconds from %g to %g, not '%s'",
+                          SONDE_LIVE_REFRESH_MIN, SONDE_LIVE_REFRESH_MAX, value);
+    return 0;
+}
+
+static const sonde_opt_t aopts_top_table[] = {
+    {"--refresh", NULL, 0, SONDE_OPT_VALUE, 0, 0, "S", NULL,
+     "redraw every S seconds, the length of the view's last interval (default 1)", NULL},
+};
+
+static const sonde_opt_family_t aopts_top_options = {
+    NULL, aopts_top_table, SONDE_ARRAY_LEN(aopts_top_table), aopts_top_apply, NULL,
+};
+
+/* The families of attach (record: the first four; top: the first four
+ * and its own, at the place of the periods), in the order of
  * aopts_targets. */
 static const sonde_opt_family_t *const aopts_attach_families[] = {
     &aopts_options,
@@ -144,8 +170,18 @@ static const sonde_opt_family_t *const aopts_record_families[] = {
     NULL,
 };
 static const sonde_opt_family_t *const aopts_dump_families[] = {NULL};
+static const sonde_opt_family_t *const aopts_top_families[] = {
+    &aopts_options,
+    &sonde_run_file_options,
+    &sonde_report_format_options,
+    &sonde_report_output_options,
+    &aopts_top_options,
+    NULL,
+};
 
-/* attach, dump: the one process id, anywhere among the options. */
+static const sonde_opt_cmd_t aopts_commands[];
+
+/* attach, dump, top: the one process id, anywhere among the options. */
 typedef struct aopts_pid_word {
     sonde_attach_mode_t mode;
     const char *word; /* borrowed; NULL until given */
@@ -156,7 +192,7 @@ static int aopts_positional(void *arg, const char *word, char *err, size_t err_l
     aopts_pid_word_t *pid = arg;
     if (pid->word)
         return sonde_errf(err, err_len, "%s takes one process id, not '%s'",
-                          pid->mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach", word);
+                          aopts_commands[pid->mode].name, word);
     pid->word = word;
     return 1;
 }
@@ -211,6 +247,25 @@ static const sonde_opt_cmd_t aopts_commands[] = {
             false,
             aopts_positional,
         },
+    [SONDE_ATTACH_MODE_TOP] =
+        {
+            "top",
+            "usage: sonde top [options] PID\n"
+            "\n"
+            "Watches a running Python process from outside (nothing is loaded into it):\n"
+            "a full-screen view, redrawn every second, of its lines and functions with\n"
+            "their Python, native and system time over the last interval and since the\n"
+            "start. Keys sort by each column, switch between the line and function\n"
+            "tables, show one thread, pause; h shows them all, q detaches (the process\n"
+            "runs on). When standard output is not a terminal, a plain table is printed\n"
+            "every interval instead. With -o, what was seen since the start is written\n"
+            "there on leaving, in any of the formats below.\n",
+            "Attaching needs ptrace access to PID (same user, or root). Colours only on a\n"
+            "terminal that has them, never when NO_COLOR is set.\n",
+            aopts_top_families,
+            false,
+            aopts_positional,
+        },
 };
 
 void sonde_attach_help(sonde_attach_mode_t mode, sonde_buf_t *out)
@@ -239,7 +294,7 @@ static int aopts_settle(sonde_attach_mode_t mode, int argc, char *const *argv,
                               "python3 app.py'");
         args->command = argv + ctx->program;
     } else {
-        const char *what = mode == SONDE_ATTACH_MODE_DUMP ? "dump" : "attach";
+        const char *what = aopts_commands[mode].name;
         if (!pid_word)
             return sonde_errf(err, err_len, "%s needs the id of a process, e.g. 'sonde %s 4242'",
                               what, what);
@@ -274,11 +329,13 @@ int sonde_attach_args_parse(sonde_attach_mode_t mode, int argc, char *const *arg
     sonde_report_choice_t report = {0};
     aopts_pid_word_t pid = {mode, NULL};
     void *targets[] = {&args->opts, &args->files, &report, &report, &args->period, args};
+    if (mode == SONDE_ATTACH_MODE_TOP) targets[4] = args; /* its own at the periods' place */
     sonde_opt_ctx_t ctx = {.targets = targets, .arg = &pid};
     memset(args, 0, sizeof *args);
     sonde_attach_opts_default(&args->opts);
     sonde_run_opts_default(&args->files);
     args->inject_wait_sec = 5;
+    args->refresh_sec = 1;
     int rc = sonde_opt_parse(&aopts_commands[mode], &ctx, argc, argv, err, err_len);
     if (rc < 0) return rc;
     /* the patterns stay in args->files, which owns them */

@@ -151,27 +151,48 @@ int sonde_attach_cli_render(const sonde_attach_t *a, const sonde_format_t *forma
     return rc;
 }
 
-int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
-                           const char *outfile, int fd)
+int sonde_attach_cli_profile(const sonde_attach_t *a, sonde_profile_t *prof)
 {
-    sonde_profile_t prof;
+    return report_build(a, prof);
+}
+
+/* Writes prof (finished, or NULL with build_rc the error of building it)
+ * as sonde_attach_cli_write says. */
+static int report_write(const sonde_profile_t *prof, int build_rc, const sonde_format_t *format,
+                        const char *outfile, int fd)
+{
     sonde_report_ctx_t ctx;
     sonde_buf_t viewer = SONDE_BUF_INIT;
     const char *what = "build the report";
-    sonde_profile_init(&prof);
     /* The terminal decides colour and width only when the output goes to
      * it; a file gets the defaults. */
     sonde_report_ctx_init(&ctx, outfile ? -1 : fd);
     report_ctx_fill(&ctx, &viewer);
-    int rc = report_build(a, &prof);
+    int rc = build_rc;
     if (rc == 0) {
         fflush(stdout);
-        rc = sonde_report_emit(format, &prof, &ctx, outfile, fd, &what);
+        rc = sonde_report_emit(format, prof, &ctx, outfile, fd, &what);
     }
     if (rc < 0)
         sonde_cli_error("cannot %s%s%s: %s", what, outfile ? " to " : "", outfile ? outfile : "",
                         strerror(-rc));
     sonde_buf_free(&viewer);
-    sonde_profile_free(&prof);
     return rc < 0 ? 1 : 0;
+}
+
+int sonde_attach_cli_write_profile(const sonde_profile_t *prof, const sonde_format_t *format,
+                                   const char *outfile, int fd)
+{
+    return report_write(prof, 0, format, outfile, fd);
+}
+
+int sonde_attach_cli_write(const sonde_attach_t *a, const sonde_format_t *format,
+                           const char *outfile, int fd)
+{
+    sonde_profile_t prof;
+    sonde_profile_init(&prof);
+    int rc = report_build(a, &prof);
+    rc = report_write(&prof, rc, format, outfile, fd);
+    sonde_profile_free(&prof);
+    return rc;
 }

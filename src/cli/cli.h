@@ -41,6 +41,9 @@ int sonde_cli_merge(int argc, char **argv);
 int sonde_cli_attach(int argc, char **argv);
 int sonde_cli_record(int argc, char **argv);
 int sonde_cli_dump(int argc, char **argv);
+/* `sonde top` (top.c): the live view of a running process; argv are the
+ * words after "top". */
+int sonde_cli_top(int argc, char **argv);
 
 struct sonde_program;
 /* The common end of `sonde run` and `sonde trace` (start.c): checks the

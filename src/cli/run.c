@@ -13,6 +13,7 @@
  */
 #include "cli.h"
 #include "period.h"
+#include "run_live.h"
 
 #include "../collect/collect.h"
 #include "../core/buf.h"
@@ -54,17 +55,25 @@ static int run_period_settle(sonde_run_opts_t *opts, sonde_period_args_t *period
     return 0;
 }
 
-/* Parses run's words into opts and period (both initialised here).
+/* The command's own options besides run's: the periods, the live view. */
+static const sonde_opt_family_t *const run_extra_options[] = {&sonde_cli_period_options,
+                                                              &sonde_cli_live_options, NULL};
+
+/* Parses run's words into opts, period and live (all initialised here).
  * Returns 0 or -EINVAL with the message in err. */
 static int run_parse(int argc, char **argv, sonde_run_opts_t *opts, sonde_period_args_t *period,
-                     char *err, size_t err_len)
+                     sonde_live_args_t *live, char *err, size_t err_len)
 {
     memset(period, 0, sizeof *period);
+    memset(live, 0, sizeof *live);
     sonde_run_opts_default(opts);
-    opts->extra_options = &sonde_cli_period_options;
-    opts->extra_target = period;
-    if (sonde_run_opts_parse(opts, argc, argv, true, err, err_len) < 0 ||
-        (!opts->help && run_period_settle(opts, period, err, err_len) < 0))
+    void *const targets[] = {period, live};
+    opts->extra_options = run_extra_options;
+    opts->extra_targets = targets;
+    int rc = sonde_run_opts_parse(opts, argc, argv, true, err, err_len);
+    opts->extra_targets = NULL; /* the targets lived on this stack */
+    if (rc < 0 || (!opts->help && (run_period_settle(opts, period, err, err_len) < 0 ||
+                                   sonde_cli_live_settle(live, opts, period, err, err_len) < 0)))
         return -EINVAL;
     return 0;
 }
@@ -100,7 +109,7 @@ static void run_periods_finish(void *arg, volatile sig_atomic_t *cancel, bool te
 /* run's help: its options and the period options. */
 static void run_help(sonde_buf_t *out)
 {
-    sonde_run_help(&sonde_cli_period_options, out);
+    sonde_run_help(run_extra_options, out);
 }
 
 int sonde_cli_run_periods_main(int argc, char **argv)
@@ -112,7 +121,9 @@ int sonde_cli_run_periods_main(int argc, char **argv)
     if (!end || *end || root <= 0) return 2;
     sonde_run_opts_t opts;
     sonde_period_args_t period;
-    if (run_parse(argc - 2, argv + 2, &opts, &period, err, sizeof err) < 0 || !period.period_sec) {
+    sonde_live_args_t live;
+    if (run_parse(argc - 2, argv + 2, &opts, &period, &live, err, sizeof err) < 0 ||
+        !period.period_sec) {
         sonde_cli_error("%s", err[0] ? err : "the period helper needs --period");
         sonde_run_opts_free(&opts);
         return 2;
@@ -217,13 +228,14 @@ int sonde_cli_run(int argc, char **argv)
 {
     sonde_run_opts_t opts;
     sonde_period_args_t period;
+    sonde_live_args_t live;
     sonde_buf_t encoded = SONDE_BUF_INIT;
     char err[512] = "";
     int status = 2;
 
     run_argc = argc;
     run_argv = argv;
-    if (run_parse(argc, argv, &opts, &period, err, sizeof err) < 0) {
+    if (run_parse(argc, argv, &opts, &period, &live, err, sizeof err) < 0) {
         sonde_cli_error("%s", err);
         goto done;
     }
@@ -231,13 +243,22 @@ int sonde_cli_run(int argc, char **argv)
         status = sonde_cli_help(run_help);
         goto done;
     }
+    /* --live: the report at the end is the command's (from the view's
+     * sum), none from the program */
+    const char *outfile = opts.outfile;
+    if (live.live) opts.outfile = NULL;
     sonde_run_opts_encode(&opts, &encoded);
+    opts.outfile = outfile;
     if (sonde_buf_error(&encoded)) {
         sonde_cli_error("out of memory");
         goto done;
     }
     sonde_cli_choose_python(opts.python);
     sonde_program_t prog = {opts.script, opts.module, opts.prog_argv, opts.prog_argc, opts.command};
+    if (live.live) {
+        status = sonde_cli_run_live(&opts, &live, &prog, encoded.data);
+        goto done;
+    }
     status = sonde_cli_launch("run", &prog, opts.outfile, encoded.data, opts.memory,
                               period.period_sec ? run_periods_before_exec : NULL);
 done:

@@ -336,28 +336,33 @@ static const char run_epilog[] =
     "calling line of a profiled file. The colour report is used only on a\n"
     "terminal and never when NO_COLOR is set.\n";
 
-/* Run's command: its families (extra: the command's own, or NULL) in
- * families[], one target per family in targets[] (report: the format and
- * output options'). */
-#define RUN_MAX_FAMILIES 7
+/* Run's command: its families (extra: the command's own, a NULL-terminated
+ * list, or NULL) in families[], one target per family in targets[]
+ * (report: the format and output options'; extra_targets: one per extra
+ * family). */
+#define RUN_MAX_EXTRA 3
+#define RUN_MAX_FAMILIES (6 + RUN_MAX_EXTRA)
 static void run_command(sonde_opt_cmd_t *cmd, const sonde_opt_family_t **families, void **targets,
                         sonde_run_opts_t *opts, sonde_report_choice_t *report,
-                        const sonde_opt_family_t *extra, void *extra_target)
+                        const sonde_opt_family_t *const *extra, void *const *extra_targets)
 {
-    const sonde_opt_family_t *all[] = {&run_program_options,         &run_options,
-                                       &sonde_run_file_options,      &sonde_report_format_options,
-                                       &sonde_report_output_options, extra};
-    void *to[] = {opts, opts, opts, report, report, extra_target};
-    size_t n = SONDE_ARRAY_LEN(all) - (extra ? 0 : 1);
-    for (size_t k = 0; k < n; k++) {
-        families[k] = all[k];
-        targets[k] = to[k];
+    const sonde_opt_family_t *all[] = {&run_program_options, &run_options, &sonde_run_file_options,
+                                       &sonde_report_format_options, &sonde_report_output_options};
+    void *to[] = {opts, opts, opts, report, report};
+    size_t n = 0;
+    for (size_t k = 0; k < SONDE_ARRAY_LEN(all); k++, n++) {
+        families[n] = all[k];
+        targets[n] = to[k];
+    }
+    for (size_t k = 0; extra && extra[k] && k < RUN_MAX_EXTRA; k++, n++) {
+        families[n] = extra[k];
+        targets[n] = extra_targets ? extra_targets[k] : NULL;
     }
     families[n] = NULL;
     *cmd = (sonde_opt_cmd_t){"run", run_usage, run_epilog, families, false, NULL};
 }
 
-void sonde_run_help(const sonde_opt_family_t *extra, sonde_buf_t *out)
+void sonde_run_help(const sonde_opt_family_t *const *extra, sonde_buf_t *out)
 {
     const sonde_opt_family_t *families[RUN_MAX_FAMILIES];
     void *targets[RUN_MAX_FAMILIES];
@@ -386,7 +391,7 @@ int sonde_run_opts_parse(sonde_run_opts_t *opts, int argc, char *const *argv, bo
     void *targets[RUN_MAX_FAMILIES];
     sonde_report_choice_t report = {0};
     sonde_opt_cmd_t cmd;
-    run_command(&cmd, families, targets, opts, &report, opts->extra_options, opts->extra_target);
+    run_command(&cmd, families, targets, opts, &report, opts->extra_options, opts->extra_targets);
     sonde_opt_ctx_t ctx = {.targets = targets, .embedded = !need_program};
     int rc = sonde_opt_parse(&cmd, &ctx, argc, argv, err, err_len);
     if (rc < 0) return rc;

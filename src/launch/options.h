@@ -81,10 +81,11 @@ typedef struct sonde_run_opts {
     int prog_argc;
     int n_option_tokens; /* argv tokens that were sonde's options */
     /* The command's own options besides these (`sonde run --period` and
-     * its options, src/cli/period.c; never handed over), parsed into
-     * extra_target and listed in the help; NULL: none. */
-    const sonde_opt_family_t *extra_options;
-    void *extra_target;
+     * its options, src/cli/period.c; --live, src/cli/run_live.c; never
+     * handed over): a NULL-terminated list of at most 3 families, each
+     * parsed into its extra_targets[k] and listed in the help; NULL: none. */
+    const sonde_opt_family_t *const *extra_options;
+    void *const *extra_targets;
     struct sonde_run_opts_string *owned; /* owned: the copies the fields above
                                             may point into (sonde_run_opts_free) */
 } sonde_run_opts_t;
@@ -132,6 +133,6 @@ int sonde_run_opts_decode(sonde_run_opts_t *opts, const char *text, char *err, s
 
 /* Appends the help of `sonde run` (with extra: the command's own options
  * besides run's, as in sonde_run_opts_t.extra_options). */
-void sonde_run_help(const sonde_opt_family_t *extra, struct sonde_buf *out);
+void sonde_run_help(const sonde_opt_family_t *const *extra, struct sonde_buf *out);
 
 #endif
