@@ -430,6 +430,7 @@ stress:
 bench: all
 	$(PYTHON) bench/run.py --write docs/PERFORMANCE.md
 	$(PYTHON) bench/attach.py --build $(BUILD) --append docs/PERFORMANCE.md
+	$(PYTHON) bench/live.py --build $(BUILD) --append docs/PERFORMANCE.md
 	$(PYTHON) bench/trace.py --append docs/PERFORMANCE.md
 	@# against 3.15's own sampling profiler, in the chroot (root only)
 	@if tools/chroot.sh ensure; then \

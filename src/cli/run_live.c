@@ -17,9 +17,10 @@
  * The child runs the launcher's checks with the terminal still sonde's, so
  * that their one-line errors are seen, and tells the parent (a byte on a
  * pipe) before it waits for the collector and redirects its output.
- * Main thread only; the screen has its own (src/live/screen.c), which is
- * started with SIGINT and SIGTERM blocked, as the collector's loop wants
- * them. No signal handlers here.
+ * Main thread, but for two threads: the screen's (src/live/screen.c) and
+ * one that passes signals sent to sonde on to the program (sigtimedwait:
+ * no signal handler). Every thread keeps SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT blocked, as the collector's loop wants them.
  */
 #include "run_live.h"
 
@@ -34,7 +35,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +132,8 @@ static struct {
  * cannot be written (said here) or the parent gave up (it said why). */
 static int live_child_before_exec(void)
 {
-    int out_fd = open(live_child.out_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-                      0644);
+    int out_fd =
+        open(live_child.out_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (out_fd < 0) {
         sonde_cli_error("cannot write the program's output to %s: %s", live_child.out_path,
                         strerror(errno));
@@ -155,6 +158,63 @@ static int live_child_before_exec(void)
     close(out_fd);
     if (setenv(SONDE_ENV_COLLECT, live_child.dir, 1) != 0) return 2;
     return 0;
+}
+
+/* ---- signals ------------------------------------------------------------------------- */
+
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT stay blocked in every thread of
+ * sonde's (the collector's loop wants them so, and the screen's thread
+ * inherits the mask); a thread of its own takes them with sigtimedwait
+ * and passes each on to the program, as `sonde record` does, unless the
+ * program got it already: the terminal's Ctrl-C and Ctrl-\ and a hang-up
+ * reach the whole foreground group, the program included. */
+#define LIVE_SIGNAL_WAKE_NS 100000000L
+
+static struct {
+    pthread_t thread;
+    pid_t child;
+    atomic_bool stop;
+} live_signals;
+
+static void live_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+}
+
+static void *live_signal_main(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    live_signal_set(&set);
+    while (!atomic_load_explicit(&live_signals.stop, memory_order_acquire)) {
+        struct timespec wake = {0, LIVE_SIGNAL_WAKE_NS};
+        siginfo_t info;
+        int sig = sigtimedwait(&set, &info, &wake);
+        if (sig <= 0) continue;
+        bool group = sig == SIGINT || sig == SIGQUIT || info.si_code == SI_KERNEL;
+        if (!group) kill(live_signals.child, sig);
+    }
+    return NULL;
+}
+
+/* Ends the forwarding thread and drops the signals still pending (the
+ * program's end is what sonde ends by), then restores old_mask. */
+static void live_signals_end(bool started, const sigset_t *old_mask)
+{
+    if (started) {
+        atomic_store_explicit(&live_signals.stop, true, memory_order_release);
+        pthread_join(live_signals.thread, NULL);
+    }
+    sigset_t set;
+    live_signal_set(&set);
+    struct timespec none = {0, 0};
+    while (sigtimedwait(&set, NULL, &none) > 0) {
+    }
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
 }
 
 /* ---- the parent ---------------------------------------------------------------------- */
@@ -183,9 +243,7 @@ static int live_submit(void *arg, const sonde_profile_t *prof, const sonde_profi
 static void live_title(const sonde_program_t *prog, char *buf, size_t len)
 {
     size_t at = 0;
-    const char *first = prog->script ? prog->script
-                        : prog->module ? prog->module
-                                       : "-c";
+    const char *first = prog->script ? prog->script : prog->module ? prog->module : "-c";
     int n = snprintf(buf, len, "%s%s", prog->module ? "-m " : "", first);
     at = n > 0 && (size_t)n < len ? (size_t)n : len - 1;
     for (int i = 1; i < prog->argc && at + 2 < len; i++) {
@@ -238,13 +296,10 @@ int sonde_cli_run_live(sonde_run_opts_t *opts, const sonde_live_args_t *live,
         rc = 2;
         goto out;
     }
-    /* the screen's thread and the collector keep SIGINT and SIGTERM
-     * blocked (the program, started with the mask sonde had, acts on
-     * them); the child gets the old mask back before it execs */
-    sigset_t two, old_mask;
-    sigemptyset(&two);
-    sigaddset(&two, SIGINT);
-    sigaddset(&two, SIGTERM);
+    /* every thread of sonde's keeps the signals blocked (see "signals");
+     * the child, forked before, starts the program with the mask sonde had */
+    sigset_t blocked, old_mask;
+    live_signal_set(&blocked);
     fflush(NULL);
     pid_t child = fork();
     if (child == 0) {
@@ -264,14 +319,16 @@ int sonde_cli_run_live(sonde_run_opts_t *opts, const sonde_live_args_t *live,
         rc = 2;
         goto out;
     }
-    sigprocmask(SIG_BLOCK, &two, &old_mask);
+    sigprocmask(SIG_BLOCK, &blocked, &old_mask);
+    live_signals.child = child;
+    bool forwarding = pthread_create(&live_signals.thread, NULL, live_signal_main, NULL) == 0;
     unsigned char byte = 0;
     while (read(checked[0], &byte, 1) < 0 && errno == EINTR) {
     }
     int sig = 0;
     if (byte != 1) { /* the launcher's checks failed; it said why */
         rc = live_wait(child, &sig);
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        live_signals_end(forwarding, &old_mask);
         goto out;
     }
     char title[512], quit_line[sizeof title + 4096 + 128];
@@ -291,33 +348,34 @@ int sonde_cli_run_live(sonde_run_opts_t *opts, const sonde_live_args_t *live,
         close(go[1]); /* the child ends without running the program */
         go[1] = -1;
         live_wait(child, &sig);
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        live_signals_end(forwarding, &old_mask);
         rc = 2;
         goto out;
     }
-    sonde_collect_out_t cout = {.period_sec = live->refresh_sec, .submit = live_submit, .arg = view};
+    sonde_collect_out_t cout = {
+        .period_sec = live->refresh_sec, .submit = live_submit, .arg = view};
     int go_w = go[1];
     go[1] = -1;
     (void)sonde_collect_periods(dir, child, opts, &cout, go_w); /* closes go_w */
     rc = live_wait(child, &sig);
     char ending[256];
     if (sig)
-        snprintf(ending, sizeof ending, "%.160s was killed by signal %d (any key to leave now)", title,
-                 sig);
+        snprintf(ending, sizeof ending, "%.160s was killed by signal %d (any key to leave now)",
+                 title, sig);
     else
-        snprintf(ending, sizeof ending, "%.160s exited with status %d (any key to leave now)", title,
-                 rc);
+        snprintf(ending, sizeof ending, "%.160s exited with status %d (any key to leave now)",
+                 title, rc);
     sonde_live_ending(view, ending, LIVE_ENDING_LINGER_SEC);
     sonde_live_close(view);
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    live_signals_end(forwarding, &old_mask);
     if (sig)
         fprintf(stderr, "sonde: %s was killed by signal %d; its output is in %s\n", title, sig,
                 out_path);
     else
         fprintf(stderr, "sonde: %s exited with status %d; its output is in %s\n", title, rc,
                 out_path);
-    if (outfile && sonde_attach_cli_write_profile(sonde_live_cumulated(view), opts->format,
-                                                  outfile, 1) == 0)
+    if (outfile &&
+        sonde_attach_cli_write_profile(sonde_live_cumulated(view), opts->format, outfile, 1) == 0)
         fprintf(stderr, "sonde: %s written to %s\n", opts->format->name, outfile);
     sonde_live_free(view);
     free(dir);

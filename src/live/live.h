@@ -129,12 +129,12 @@ void sonde_live_format_plain(sonde_buf_t *out, const char *title, double from_se
 typedef struct sonde_live sonde_live_t;
 
 typedef struct sonde_live_opts {
-    const char *title;    /* the first line: what is watched ("pid 4242: app.py") */
-    const char *quit_say; /* what q does, for the help ("detach", "close the view") */
+    const char *title;     /* the first line: what is watched ("pid 4242: app.py") */
+    const char *quit_say;  /* what q does, for the help ("detach", "close the view") */
     const char *quit_line; /* written to fd once q closed the view, or NULL */
     double refresh_sec;
-    int fd;     /* the terminal (standard output) */
-    bool plain; /* fd is no terminal: a plain table per interval instead */
+    int fd;                      /* the terminal (standard output) */
+    bool plain;                  /* fd is no terminal: a plain table per interval instead */
     volatile sig_atomic_t *stop; /* set to 1 when q is pressed (the producer's
                                     stop flag, which it polls); NULL: none */
 } sonde_live_opts_t;

@@ -39,7 +39,7 @@ struct sonde_live_screen {
     sonde_live_query_t q;
     bool paused, help;
     size_t scroll;
-    uint64_t shown;                        /* the view's generation drawn */
+    uint64_t shown;                         /* the view's generation drawn */
     sonde_profile_t frozen_now, frozen_all; /* copies while paused */
     sonde_live_rows_t rows;
     int lines, cols;
@@ -178,11 +178,10 @@ static void screen_draw(struct sonde_live_screen *s, const sonde_live_t *v,
     if (ending[0])
         sonde_buf_puts(&s->text, ending);
     else
-        sonde_buf_printf(&s->text, "%zu %s; rows %zu-%zu", s->rows.n,
-                         s->q.table == SONDE_LIVE_LINES ? "lines" : "functions",
-                         s->rows.n ? s->scroll + 1 : 0,
-                         s->scroll + (size_t)body < s->rows.n ? s->scroll + (size_t)body
-                                                               : s->rows.n);
+        sonde_buf_printf(
+            &s->text, "%zu %s; rows %zu-%zu", s->rows.n,
+            s->q.table == SONDE_LIVE_LINES ? "lines" : "functions", s->rows.n ? s->scroll + 1 : 0,
+            s->scroll + (size_t)body < s->rows.n ? s->scroll + (size_t)body : s->rows.n);
     screen_line(s->lines - 1, s->text.data ? s->text.data : "", s->text.len, s->cols);
     if (ending[0]) mvchgat(s->lines - 1, 0, -1, A_REVERSE, s->colour ? PAIR_STATUS : 0, NULL);
     refresh();
@@ -242,7 +241,13 @@ static void screen_key(struct sonde_live_screen *s, sonde_live_t *v, int key)
         atomic_store_explicit(&v->quit, true, memory_order_release);
         if (v->opts.stop) *v->opts.stop = 1;
         break;
-    case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
         if (key - '1' < n_cols) s->q.sort = (sonde_live_col_t)(key - '1');
         s->scroll = 0;
         break;
@@ -301,7 +306,8 @@ static void screen_key(struct sonde_live_screen *s, sonde_live_t *v, int key)
         s->scroll += body > 1 ? (size_t)body - 1 : 1;
         break;
     case KEY_PPAGE:
-        s->scroll = s->scroll > (size_t)(body > 1 ? body - 1 : 1) ? s->scroll - (size_t)(body - 1) : 0;
+        s->scroll =
+            s->scroll > (size_t)(body > 1 ? body - 1 : 1) ? s->scroll - (size_t)(body - 1) : 0;
         break;
     case KEY_HOME:
         s->scroll = 0;

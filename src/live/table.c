@@ -19,9 +19,9 @@
 #define TABLE_WHERE_W 28 /* "file.py:123" or a function's name */
 
 static const char *const table_titles[SONDE_LIVE_N_COLS] = {
-    [SONDE_LIVE_COL_NOW] = "NOW%",       [SONDE_LIVE_COL_ALL] = "ALL%",
-    [SONDE_LIVE_COL_PYTHON] = "PY%",     [SONDE_LIVE_COL_NATIVE] = "NAT%",
-    [SONDE_LIVE_COL_SYSTEM] = "SYS%",    [SONDE_LIVE_COL_ALLOC] = "ALLOC MB",
+    [SONDE_LIVE_COL_NOW] = "NOW%",     [SONDE_LIVE_COL_ALL] = "ALL%",
+    [SONDE_LIVE_COL_PYTHON] = "PY%",   [SONDE_LIVE_COL_NATIVE] = "NAT%",
+    [SONDE_LIVE_COL_SYSTEM] = "SYS%",  [SONDE_LIVE_COL_ALLOC] = "ALLOC MB",
     [SONDE_LIVE_COL_PEAK] = "PEAK MB",
 };
 
@@ -286,7 +286,9 @@ int sonde_live_rows_build(sonde_live_rows_t *rows, const sonde_profile_t *now,
         if (now) rc = table_gather_profile(rows, now, false, q->table);
         if (rc == 0) rc = table_gather_profile(rows, all, true, q->table);
     } else {
-        if (now) rc = table_gather_thread(rows, now, false, q->table, table_thread_in(now, all, q->thread));
+        if (now)
+            rc = table_gather_thread(rows, now, false, q->table,
+                                     table_thread_in(now, all, q->thread));
         if (rc == 0) rc = table_gather_thread(rows, all, true, q->table, q->thread);
     }
     if (rc < 0) return rc;
@@ -418,8 +420,8 @@ void sonde_live_format_plain(sonde_buf_t *out, const char *title, double from_se
                              const sonde_live_rows_t *rows, const sonde_live_query_t *q,
                              size_t max_rows, size_t width)
 {
-    sonde_buf_printf(out, "%s  %.1f-%.1f s  (NOW: this interval, ALL: since the start)\n",
-                     title, from_sec, to_sec);
+    sonde_buf_printf(out, "%s  %.1f-%.1f s  (NOW: this interval, ALL: since the start)\n", title,
+                     from_sec, to_sec);
     sonde_live_format_header(out, q, rows->memory, width);
     sonde_buf_putc(out, '\n');
     for (size_t i = 0; i < rows->n && i < max_rows; i++) {

@@ -87,11 +87,17 @@ class Pane:
     """A tmux server of its own with one pane of width x height running
     a shell command; the screen as text."""
 
-    def __init__(self, env, command, width=110, height=30, extra_env=None):
+    def __init__(self, env, command, width=110, height=30, extra_env=None, remain=False):
         self.sock = "sonde-live-%d-%d" % (os.getpid(), next(_sockets))
         self.env = env
         self.tmux_env = env.base_env(extra_env)
-        self._tmux("new-session", "-d", "-x", str(width), "-y", str(height), "sh", "-c", command)
+        more = [";", "set", "remain-on-exit", "on"] if remain else []
+        self._tmux("new-session", "-d", "-x", str(width), "-y", str(height), "sh", "-c", command,
+                   *more)
+
+    def show(self, fmt):
+        """A pane's variable (#{pane_pid}, #{pane_dead_signal}...)."""
+        return self._tmux("display", "-p", fmt).stdout.strip()
 
     def _tmux(self, *args, **kw):
         return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args),
@@ -359,8 +365,11 @@ def test_run_live_output_status_and_report(env):
         check("hot.py 3 5" in lines[0], "title: %r" % lines[0])
         colour = "\n".join(pane.screen(escapes=True))
         check(re.search(r"\x1b\[[0-9;]*3[0-7]m", colour), "no colours on a colour terminal")
+        pane.wait("the view's ending line", lambda l: any("exited with status 5 (any key" in x
+                                                          for x in l), timeout=15)
+        pane.keys("x")
         lines = pane.wait("the closing line", lambda l: any("exited with status 5; its output is "
-                                                            "in" in x for x in l), timeout=15)
+                                                            "in" in x for x in l), timeout=5)
     finally:
         pane.close()
     with open(status) as f:
@@ -416,6 +425,60 @@ def test_run_live_quit_lets_the_program_finish(env):
     check(hot_no in lines, "the report lacks @hot")
     check(prof.get("elapsed_time_sec", 0) >= 2.5, "the report covers %.1f s of a 3 s run"
           % prof.get("elapsed_time_sec", 0))
+
+
+FOREVER = """\
+def spin():
+    x = 0
+    for i in range(100000):
+        x += i  # @spin
+print("running", flush=True)
+while True:
+    spin()
+"""
+
+
+def test_run_live_signals_reach_the_program(env):
+    """Ctrl-C in the terminal reaches the program (sonde's process group);
+    SIGTERM sent to sonde alone is passed on; each time sonde ends killed
+    by the program's signal, after saying so and where its output is."""
+    _need_tmux()
+    script = env.write("forever.py", FOREVER)
+    marks = _marks(script)
+    for sig, how in ((signal.SIGINT, "C-c"), (signal.SIGTERM, "kill")):
+        err, out = (os.path.join(env.tmp, "%s.%d" % (n, sig)) for n in ("err", "out"))
+        pane = Pane(env, "cd %s; exec %s run --live --live-output %s %s 2> %s"
+                    % (env.tmp, env.sonde, out, script, err), remain=True)
+        try:
+            pane.wait("the spinning line", lambda l: _top_row_is(l, marks["spin"])
+                      or (_rows(l)[1] and _rows(l)[1][0][1] in (marks["spin"],)), timeout=10)
+            if how == "kill":
+                pid = pane.show("#{pane_pid}")
+                os.kill(int(pid), sig)
+            else:
+                pane.keys("C-c")
+            # the view's last line says so, and a key ends it sooner
+            pane.wait("the ending line", lambda l: any("was killed by signal %d" % sig in x
+                                                       for x in l), timeout=10)
+            pane.keys("x")
+            # the pane is dead once its terminal closed; its status comes
+            # when tmux reaps sonde, a little later
+            deadline = time.time() + 10
+            while time.time() < deadline and not pane.show("#{pane_dead_status}#{pane_dead_signal}"):
+                time.sleep(0.05)
+            check(pane.show("#{pane_dead_signal}") == str(int(sig)),
+                  "%s: sonde ended with status %r, signal %r" % (how, pane.show(
+                      "#{pane_dead_status}"), pane.show("#{pane_dead_signal}")))
+        finally:
+            pane.close()
+        with open(err) as f:
+            text = f.read()
+        check("was killed by signal %d; its output is in %s" % (sig, out) in text,
+              "%s: sonde's last words: %r" % (how, text))
+        with open(out) as f:
+            text = f.read()
+        check(text.startswith("running") and (sig != signal.SIGINT or "KeyboardInterrupt" in text),
+              "%s: the program's output: %r" % (how, text))
 
 
 def test_live_usage_errors(env):

@@ -36,7 +36,7 @@ static bool near(double a, double b)
 static void test_join_and_shares(void)
 {
     sonde_profile_t now, all;
-    make_profile(&now, 30, 10, 0);  /* the last interval: line 10 only */
+    make_profile(&now, 30, 10, 0);   /* the last interval: line 10 only */
     make_profile(&all, 60, 20, 120); /* since the start: both lines */
     sonde_live_rows_t rows = {0};
     sonde_live_query_t q = {SONDE_LIVE_LINES, -1, false, SONDE_LIVE_COL_NOW};
