@@ -75,14 +75,17 @@ typedef struct sonde_live_rows {
     size_t n, cap;
     sonde_ns_t now_total_ns, all_total_ns;
     bool memory;
+    bool one_thread; /* one thread's rows: the last interval's only */
 } sonde_live_rows_t;
 
-/* What the table shows: thread -1 for all threads, else the cumulated
- * profile's thread index (rows then come from that thread's stacks: each
- * stack's time goes to its innermost frame in a profiled file, and
- * memory, which is not kept per thread, is not shown); the window of the
- * Python / native / system and allocation columns (cumulated, else the
- * last interval). */
+/* What the table shows: thread -1 for all threads, else the last
+ * interval's thread index (rows then come from that thread's stacks in
+ * the last interval: each stack's time goes to its innermost frame in a
+ * profiled file; the sum since the start keeps no threads apart, so that
+ * its size does not grow with the threads a server starts and ends, and
+ * memory is not kept per thread: those columns are not shown); the
+ * window of the Python / native / system and allocation columns
+ * (cumulated, else the last interval). */
 typedef struct sonde_live_query {
     sonde_live_table_t table;
     int thread;
@@ -97,6 +100,9 @@ typedef struct sonde_live_query {
 int sonde_live_rows_build(sonde_live_rows_t *rows, const sonde_profile_t *now,
                           const sonde_profile_t *all, const sonde_live_query_t *q);
 void sonde_live_rows_free(sonde_live_rows_t *rows);
+
+/* The index of the thread of prof with these ids and name, or -1. */
+int sonde_live_thread_find(const sonde_profile_t *prof, int pid, int tid, const char *name);
 
 /* A column's value of a row under q, as a number to sort by (shares in
  * percent, memory in MB). */

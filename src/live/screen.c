@@ -36,7 +36,12 @@ struct sonde_live_screen {
     atomic_bool stop;
     bool colour;
     /* the screen's thread's own from here */
-    sonde_live_query_t q;
+    sonde_live_query_t q; /* q.thread: resolved from sel_* at each draw */
+    /* the thread shown (sel_on), by its ids and name: its index changes
+     * from one interval to the next */
+    bool sel_on;
+    int sel_pid, sel_tid;
+    char sel_name[128];
     bool paused, help;
     size_t scroll;
     uint64_t shown;                         /* the view's generation drawn */
@@ -48,19 +53,30 @@ struct sonde_live_screen {
 
 /* ---- drawing ------------------------------------------------------------------------ */
 
-/* A thread's name as the state line says it. */
-static void screen_thread_name(const sonde_profile_t *all, int t, char *buf, size_t len)
+/* The thread filter as the state line says it. */
+static void screen_thread_name(const struct sonde_live_screen *s, const sonde_profile_t *now,
+                               char *buf, size_t len)
 {
-    if (t < 0 || (size_t)t >= all->n_threads) {
-        snprintf(buf, len, "all (%zu)", all->n_threads);
-        return;
+    size_t n = now ? now->n_threads : 0;
+    if (!s->sel_on) {
+        snprintf(buf, len, "all (%zu)", n);
+    } else if (s->q.thread < 0) {
+        snprintf(buf, len, "%.40s (tid %d): not in the last interval", s->sel_name, s->sel_tid);
+    } else if (s->sel_tid) {
+        snprintf(buf, len, "%d/%zu %.40s (tid %d)", s->q.thread + 1, n, s->sel_name, s->sel_tid);
+    } else {
+        snprintf(buf, len, "%d/%zu %.40s", s->q.thread + 1, n, s->sel_name);
     }
-    int tid = all->thread_ids ? all->thread_ids[t].tid : 0;
-    if (tid)
-        snprintf(buf, len, "%d/%zu %.40s (tid %d)", t + 1, all->n_threads, all->thread_names[t],
-                 tid);
-    else
-        snprintf(buf, len, "%d/%zu %.40s", t + 1, all->n_threads, all->thread_names[t]);
+}
+
+/* Selects thread index t of now (-1: all threads). */
+static void screen_select(struct sonde_live_screen *s, const sonde_profile_t *now, int t)
+{
+    s->sel_on = now && t >= 0 && (size_t)t < now->n_threads;
+    if (!s->sel_on) return;
+    s->sel_pid = now->thread_ids ? now->thread_ids[t].pid : 0;
+    s->sel_tid = now->thread_ids ? now->thread_ids[t].tid : 0;
+    snprintf(s->sel_name, sizeof s->sel_name, "%s", now->thread_names[t]);
 }
 
 static void screen_line(int y, const char *text, size_t len, int cols)
@@ -125,14 +141,16 @@ static void screen_draw(struct sonde_live_screen *s, const sonde_live_t *v,
                         const sonde_profile_t *now, const sonde_profile_t *all, double from_sec,
                         double to_sec, const char *ending)
 {
-    if (s->q.thread >= 0 && (size_t)s->q.thread >= all->n_threads) s->q.thread = -1;
+    s->q.thread =
+        s->sel_on && now ? sonde_live_thread_find(now, s->sel_pid, s->sel_tid, s->sel_name) : -1;
     (void)sonde_live_rows_build(&s->rows, now, all, &s->q);
+    if (s->sel_on && s->q.thread < 0) s->rows.n = 0; /* the thread ended: none of its rows */
     if (!s->rows.memory && s->q.sort >= SONDE_LIVE_COL_ALLOC) { /* one thread: no memory */
         s->q.sort = SONDE_LIVE_COL_NOW;
         (void)sonde_live_rows_build(&s->rows, now, all, &s->q);
     }
-    char thread[96];
-    screen_thread_name(all, s->q.thread, thread, sizeof thread);
+    char thread[160];
+    screen_thread_name(s, now, thread, sizeof thread);
 
     sonde_buf_reset(&s->text);
     sonde_buf_printf(&s->text, "sonde  %.0f s  last interval %.1f-%.1f s%s  %s", all->elapsed_sec,
@@ -228,9 +246,13 @@ static void screen_key(struct sonde_live_screen *s, sonde_live_t *v, int key)
         s->help = false;
         return;
     }
-    int n_threads;
     pthread_mutex_lock(&v->lock);
-    n_threads = (int)(s->paused ? s->frozen_all.n_threads : v->all.n_threads);
+    const sonde_profile_t *now = s->paused ? &s->frozen_now : &v->now;
+    int n_threads = (int)now->n_threads;
+    int current = s->sel_on ? sonde_live_thread_find(now, s->sel_pid, s->sel_tid, s->sel_name) : -1;
+    if (key == 't') screen_select(s, now, current + 1 >= n_threads ? -1 : current + 1);
+    if (key == 'T') screen_select(s, now, current < 0 ? n_threads - 1 : current - 1);
+    if (key == 'a') s->sel_on = false;
     pthread_mutex_unlock(&v->lock);
     int body = s->lines - SCREEN_HEAD - 1;
     /* the memory columns come last, shown only with memory */
@@ -275,16 +297,9 @@ static void screen_key(struct sonde_live_screen *s, sonde_live_t *v, int key)
         s->q.cumulated = !s->q.cumulated;
         break;
     case 't':
-        s->q.thread = s->q.thread + 1 >= n_threads ? -1 : s->q.thread + 1;
-        s->scroll = 0;
-        break;
     case 'T':
-        s->q.thread = s->q.thread < 0 ? n_threads - 1 : s->q.thread - 1;
-        s->scroll = 0;
-        break;
     case 'a':
-        s->q.thread = -1;
-        s->scroll = 0;
+        s->scroll = 0; /* selected above, under the view's lock */
         break;
     case ' ':
     case 'p':

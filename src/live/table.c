@@ -136,20 +136,12 @@ static int table_gather_profile(sonde_live_rows_t *rows, const sonde_profile_t *
     return 0;
 }
 
-/* The thread of prof that is thread index t of ref (the same name and
- * kernel thread id), or -1. */
-static int table_thread_in(const sonde_profile_t *prof, const sonde_profile_t *ref, int t)
+int sonde_live_thread_find(const sonde_profile_t *prof, int pid, int tid, const char *name)
 {
-    if (prof == ref) return t;
-    if (t < 0 || (size_t)t >= ref->n_threads) return -1;
-    const char *name = ref->thread_names[t];
-    int tid = ref->thread_ids ? ref->thread_ids[t].tid : 0;
-    int pid = ref->thread_ids ? ref->thread_ids[t].pid : 0;
     for (size_t i = 0; i < prof->n_threads; i++) {
-        if (strcmp(prof->thread_names[i], name) != 0) continue;
-        int itid = prof->thread_ids ? prof->thread_ids[i].tid : 0;
         int ipid = prof->thread_ids ? prof->thread_ids[i].pid : 0;
-        if (itid == tid && ipid == pid) return (int)i;
+        int itid = prof->thread_ids ? prof->thread_ids[i].tid : 0;
+        if (ipid == pid && itid == tid && strcmp(prof->thread_names[i], name) == 0) return (int)i;
     }
     return -1;
 }
@@ -281,15 +273,13 @@ int sonde_live_rows_build(sonde_live_rows_t *rows, const sonde_profile_t *now,
     rows->n = 0;
     rows->now_total_ns = rows->all_total_ns = 0;
     rows->memory = all->has_memory && q->thread < 0;
+    rows->one_thread = q->thread >= 0;
     int rc = 0;
     if (q->thread < 0) {
         if (now) rc = table_gather_profile(rows, now, false, q->table);
         if (rc == 0) rc = table_gather_profile(rows, all, true, q->table);
-    } else {
-        if (now)
-            rc = table_gather_thread(rows, now, false, q->table,
-                                     table_thread_in(now, all, q->thread));
-        if (rc == 0) rc = table_gather_thread(rows, all, true, q->table, q->thread);
+    } else if (now) {
+        rc = table_gather_thread(rows, now, false, q->table, q->thread);
     }
     if (rc < 0) return rc;
     if (rows->n) qsort(rows->rows, rows->n, sizeof *rows->rows, table_key_cmp);
@@ -386,7 +376,10 @@ void sonde_live_format_row(sonde_buf_t *out, const sonde_live_rows_t *rows,
         if (!table_shown((sonde_live_col_t)c, with_memory)) continue;
         double v = sonde_live_row_value(rows, row, q, (sonde_live_col_t)c);
         bool mb = c == SONDE_LIVE_COL_ALLOC || c == SONDE_LIVE_COL_PEAK;
-        if (mb && !rows->memory)
+        bool unknown = (mb && !rows->memory) ||
+                       (rows->one_thread && (c == SONDE_LIVE_COL_ALL || q->cumulated) &&
+                        c != SONDE_LIVE_COL_NOW);
+        if (unknown)
             snprintf(cell, sizeof cell, "-");
         else
             snprintf(cell, sizeof cell, "%.1f", v);

@@ -87,7 +87,12 @@ int sonde_live_feed(sonde_live_t *v, sonde_profile_t *prof, double from_sec, dou
 {
     pthread_mutex_lock(&v->lock);
     double elapsed = v->all.elapsed_sec + prof->elapsed_sec;
+    /* the sum keeps no threads apart (its stacks merged): a server that
+     * starts a thread per request would make it grow without end */
+    size_t n_threads = prof->n_threads;
+    prof->n_threads = 0;
     int rc = sonde_profile_merge(&v->all, prof);
+    prof->n_threads = n_threads;
     v->all.elapsed_sec = elapsed;
     sonde_profile_free(&v->now);
     v->now = *prof;

@@ -83,8 +83,9 @@ out:
     sonde_profile_free(&all);
 }
 
-/* Two threads' stacks: a thread's rows are its own, charged to the
- * innermost frame of a profiled file (lib.py is not one). */
+/* Two threads' stacks: a thread's rows are its own in the last
+ * interval, charged to the innermost frame of a profiled file (lib.py is
+ * not one); the sum keeps no thread apart. */
 static void test_thread_rows(void)
 {
     sonde_profile_t all;
@@ -113,22 +114,37 @@ static void test_thread_rows(void)
     sonde_profile_finish(&now);
 
     sonde_live_rows_t rows = {0};
-    sonde_live_query_t q = {SONDE_LIVE_LINES, worker, false, SONDE_LIVE_COL_NOW};
+    /* a thread is found in the interval by its ids and name (its index
+     * there differs from the sum's) */
+    int w_now = sonde_live_thread_find(&now, 100, 101, "worker");
+    int m_now = sonde_live_thread_find(&now, 100, 100, "MainThread");
+    check(w_now == w2 && m_now == m2 && sonde_live_thread_find(&now, 100, 102, "worker") == -1 &&
+              sonde_live_thread_find(&now, 100, 101, "other") == -1,
+          "thread_found_by_ids_and_name", "%d %d", w_now, m_now);
+    sonde_live_query_t q = {SONDE_LIVE_LINES, w_now, false, SONDE_LIVE_COL_NOW};
     check(sonde_live_rows_build(&rows, &now, &all, &q) == 0 && rows.n == 1 &&
               rows.rows[0].lineno == 20 && rows.rows[0].now_ns[SONDE_KIND_SYSTEM] == 7 * MS &&
-              rows.rows[0].all_ns[SONDE_KIND_SYSTEM] == 120 * MS,
+              rows.rows[0].all_ns[SONDE_KIND_SYSTEM] == 0 && rows.one_thread,
           "worker_rows_only", "%zu rows", rows.n);
     check(!rows.memory, "thread_rows_have_no_memory", "memory shown");
-    q.thread = main_t;
+    sonde_buf_t text = SONDE_BUF_INIT;
+    sonde_live_format_row(&text, &rows, &rows.rows[0], &q, false, 200);
+    sonde_buf_putc(&text, 0);
+    check(strncmp(text.data, "  100.0      -", 14) == 0, "thread_all_column_unknown", "'%s'",
+          text.data);
+    sonde_buf_free(&text);
+    q.thread = m_now;
     check(sonde_live_rows_build(&rows, &now, &all, &q) == 0 && rows.n == 1 &&
-              rows.rows[0].lineno == 10 && rows.rows[0].all_ns[SONDE_KIND_NATIVE] == 20 * MS &&
-              rows.rows[0].now_ns[SONDE_KIND_PYTHON] == 3 * MS,
+              rows.rows[0].lineno == 10 && rows.rows[0].now_ns[SONDE_KIND_PYTHON] == 3 * MS,
           "innermost_profiled_frame", "%zu rows, line %d", rows.n,
           rows.n ? rows.rows[0].lineno : -1);
     q.table = SONDE_LIVE_FUNCS;
     check(sonde_live_rows_build(&rows, &now, &all, &q) == 0 && rows.n == 1 &&
               strcmp(rows.rows[0].func, "hot") == 0 && rows.rows[0].firstlineno == 9,
           "thread_function_rows", "%zu rows", rows.n);
+    q.thread = w_now;
+    check(sonde_live_rows_build(&rows, NULL, &all, &q) == 0 && rows.n == 0,
+          "thread_rows_need_an_interval", "%zu rows", rows.n);
     sonde_live_rows_free(&rows);
     sonde_profile_free(&now);
     sonde_profile_free(&all);
