@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define TABLE_PCT_W 7    /* " 100.0" plus the sort mark */
-#define TABLE_MB_W 9     /* "  12345.6" */
+#define TABLE_MB_W 10    /* "   12345.6", "ALLOC MB*" with a space */
 #define TABLE_WHERE_W 28 /* "file.py:123" or a function's name */
 
 static const char *const table_titles[SONDE_LIVE_N_COLS] = {

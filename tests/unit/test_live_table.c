@@ -187,7 +187,7 @@ static void test_text(void)
     size_t x, w;
     check(sonde_live_col_span(SONDE_LIVE_COL_NATIVE, false, &x, &w) && x == 21 && w == 7 &&
               !sonde_live_col_span(SONDE_LIVE_COL_PEAK, false, &x, &w) &&
-              sonde_live_col_span(SONDE_LIVE_COL_PEAK, true, &x, &w) && x == 44,
+              sonde_live_col_span(SONDE_LIVE_COL_PEAK, true, &x, &w) && x == 45,
           "column_spans", "x %zu w %zu", x, w);
     all.files[0].source = NULL;
     all.files[0].n_source = 0;
