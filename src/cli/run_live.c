@@ -195,7 +195,13 @@ static void *live_signal_main(void *arg)
         siginfo_t info;
         int sig = sigtimedwait(&set, &info, &wake);
         if (sig <= 0) continue;
-        bool group = sig == SIGINT || sig == SIGQUIT || info.si_code == SI_KERNEL;
+        /* from the kernel: the terminal's keys and a hang-up reach the
+         * foreground group, the program included; but when sonde leads
+         * the session (a terminal that runs it directly), a hang-up is
+         * sent to sonde alone */
+        bool leader = getsid(0) == getpid();
+        bool group = sig == SIGINT || sig == SIGQUIT ||
+                     (info.si_code == SI_KERNEL && !(sig == SIGHUP && leader));
         if (!group) kill(live_signals.child, sig);
     }
     return NULL;

@@ -6,7 +6,8 @@
  * the command's main thread; everything else runs on the screen's thread,
  * the only one that calls ncurses. A resize is seen by polling the
  * terminal's size each wake-up (and by ncurses' own KEY_RESIZE): no signal
- * handler of sonde's. Colours only when the terminal has them and
+ * handler of sonde's. A terminal that hung up (reads fail at once) ends
+ * the view as q does, silently. Colours only when the terminal has them and
  * NO_COLOR is unset or empty.
  */
 #include "live_internal.h"
@@ -23,8 +24,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define SCREEN_WAKE_MS 100 /* a key or a resize is seen within this */
-#define SCREEN_HEAD 3      /* lines above the table: title, state, header */
+#define SCREEN_WAKE_MS 100   /* a key or a resize is seen within this */
+#define SCREEN_HEAD 3        /* lines above the table: title, state, header */
+#define SCREEN_DEAD_AFTER 20 /* reads failing at once in a row: the terminal hung up */
 
 enum { PAIR_HEAD = 1, PAIR_PYTHON, PAIR_NATIVE, PAIR_SYSTEM, PAIR_MEMORY, PAIR_STATUS };
 
@@ -353,9 +355,20 @@ static void *screen_main(void *arg)
     struct sonde_live_screen *s = v->screen;
     screen_follow_size(s);
     screen_redraw(s, v);
+    int instant_errors = 0; /* getch failing at once: the terminal is gone */
     while (!atomic_load_explicit(&s->stop, memory_order_acquire) &&
            !atomic_load_explicit(&v->quit, memory_order_acquire)) {
+        sonde_ns_t asked = sonde_prim_monotonic_ns();
         int key = getch();
+        if (key == ERR && sonde_prim_monotonic_ns() - asked < SCREEN_WAKE_MS * 1000000ull / 10) {
+            if (++instant_errors >= SCREEN_DEAD_AFTER) { /* hung up: as q, without a word */
+                atomic_store_explicit(&v->quit, true, memory_order_release);
+                if (v->opts.stop) *v->opts.stop = 1;
+                break;
+            }
+            continue;
+        }
+        instant_errors = 0;
         bool redraw = screen_follow_size(s);
         if (key != ERR) {
             screen_key(s, v, key);
@@ -369,7 +382,8 @@ static void *screen_main(void *arg)
     /* the terminal goes back as it was, from the thread that drew on it */
     curs_set(1);
     endwin();
-    if (atomic_load_explicit(&v->quit, memory_order_acquire) && v->quit_line) {
+    if (atomic_load_explicit(&v->quit, memory_order_acquire) && v->quit_line &&
+        instant_errors < SCREEN_DEAD_AFTER) {
         fputs(v->quit_line, s->out);
         fflush(s->out);
     }

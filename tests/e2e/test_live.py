@@ -218,7 +218,6 @@ def test_top_keys_resize_and_quit(env):
                       lambda l: "split over: last interval" in _state(l))
 
             # threads: each one's rows are its own lines
-            main_lines = {marks["hot"], marks["loop"], marks["call"], marks["until"]}
             sorter_lines = {marks[n] for n in ("spin", "sort", "nap1", "sum", "nap2")}
             seen = {}
             thread_re = re.compile(r"thread: \d/2 .*\(tid (\d+)\)")
@@ -228,10 +227,16 @@ def test_top_keys_resize_and_quit(env):
                                   and thread_re.search(_state(l)).group(1) not in seen
                                   and _rows(l)[1])
                 tid = thread_re.search(_state(lines)).group(1)
-                own = main_lines if int(tid) == target.pid else sorter_lines
                 rows = _rows(lines)[1]
                 where = {r[1] for r in rows}
-                check(where <= own, "thread %s shows lines not its own: %s" % (tid, where - own))
+                # the sorter's lines are its loop's; the main thread's are all
+                # others (hot()'s and the module's)
+                if int(tid) == target.pid:
+                    check(not (where & sorter_lines) and marks["hot"] in where,
+                          "the main thread's lines: %s" % where)
+                else:
+                    check(where <= sorter_lines, "the sorter shows lines not its own: %s"
+                          % (where - sorter_lines))
                 # the sum keeps no thread apart: one thread's ALL% is not known
                 check(all("      -  " in x for x in lines[3:3 + len(rows)]),
                       "a thread's ALL%% shown:\n%s" % "\n".join(lines))
@@ -494,6 +499,42 @@ def test_run_live_signals_reach_the_program(env):
             text = f.read()
         check(text.startswith("running") and (sig != signal.SIGINT or "KeyboardInterrupt" in text),
               "%s: the program's output: %r" % (how, text))
+
+
+def test_run_live_hangup(env):
+    """The terminal hangs up (its tmux server killed) under `run --live` run
+    directly by it (sonde leads the session, so the hang-up reaches sonde
+    alone): the program gets the SIGHUP too, and neither is left running
+    (nor sonde spinning on a terminal that is gone)."""
+    _need_tmux()
+    pidfile = os.path.join(env.tmp, "prog.pid")
+    script = env.write("forever.py", "import os\nopen(%r, 'w').write(str(os.getpid()))\n" % pidfile
+                       + FOREVER)
+    out = os.path.join(env.tmp, "hup.out")
+    pane = Pane(env, "cd %s; exec %s run --live --live-output %s %s"
+                % (env.tmp, env.sonde, out, script))
+    try:
+        pane.wait("the spinning line", lambda l: _rows(l)[1], timeout=10)
+        with open(pidfile) as f:
+            prog = int(f.read())
+        sonde_pid = int(pane._tmux("display", "-p", "#{pane_pid}").stdout.strip())
+    finally:
+        pane.close()
+
+    def gone(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().split(") ", 1)[1].split()[0] in ("Z", "X")
+        except FileNotFoundError:
+            return True
+    deadline = time.time() + 10
+    while time.time() < deadline and not (gone(prog) and gone(sonde_pid)):
+        time.sleep(0.05)
+    left = [(what, pid) for what, pid in (("program", prog), ("sonde", sonde_pid))
+            if not gone(pid)]
+    for _, pid in left:
+        os.kill(pid, signal.SIGKILL)
+    check(not left, "still running 10 s after the hang-up: %s" % left)
 
 
 def test_live_usage_errors(env):
