@@ -448,7 +448,7 @@ os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 FOREVER = """\
 def spin():
     x = 0
-    for i in range(100000):
+    for i in range(100000):  # @loop
         x += i  # @spin
 print("running", flush=True)
 while True:
@@ -472,7 +472,9 @@ def test_run_live_signals_reach_the_program(env):
                     % (env.tmp, sys.executable, shlex.quote(WRAPPER), status, err, env.sonde, out,
                        script))
         try:
-            pane.wait("the spinning line", lambda l: _top_row_is(l, marks["spin"]), timeout=10)
+            # the loop drawn (its two lines: which leads depends on the interpreter)
+            pane.wait("the loop's lines", lambda l: {r[1] for r in _rows(l)[1]}
+                      & {marks["spin"], marks["loop"]}, timeout=10)
             if how == "kill":
                 with open(status + ".pid") as f:
                     os.kill(int(f.read()), sig)
